@@ -1,0 +1,2 @@
+// Package examples holds runnable programs that show the goportals API.
+package examples
