@@ -1,6 +1,6 @@
 module github.com/goportals/goportals
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/google/btree v1.1.3 // indirect
