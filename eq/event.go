@@ -1,0 +1,51 @@
+package eq
+
+// Process identifies the initiator of an operation (ptl_process_t). Portals makes it a
+// union: a logical network interface fills Rank, a physical one fills NID and PID. The
+// engine fills the form its interface uses and leaves the other zero.
+type Process struct {
+	NID  uint32 // node identifier (physical addressing)
+	PID  uint32 // process identifier (physical addressing)
+	Rank uint32 // logical rank (logical addressing)
+}
+
+// Event is one Portals 4 event (ptl_event_t). It holds no pointers, so posting copies it
+// into the ring without allocation and the garbage collector never scans the ring.
+type Event struct {
+	// Start is the byte offset, within the memory region of the entry or memory
+	// descriptor the event refers to, where the operation's data begins (Portals' start
+	// is that region's start address plus this offset). For *_OVERFLOW events it locates
+	// the message inside the overflow entry's region. The public API turns it into a
+	// slice of the region.
+	Start uint64
+	// UserPtr is the user's cookie given with the entry or operation (Portals'
+	// user_ptr). The public API maps it back to the user's value.
+	UserPtr uint64
+	// HdrData is the 64 bits of out-of-band data the initiator sent.
+	HdrData uint64
+	// MatchBits are the match bits the initiator sent.
+	MatchBits uint64
+	// RLength is the length the initiator requested.
+	RLength uint64
+	// MLength is the length actually manipulated (shorter when truncated).
+	MLength uint64
+	// RemoteOffset is, at the target, the offset the initiator requested; at the
+	// initiator, the offset used at the target.
+	RemoteOffset uint64
+	// Initiator identifies the process that started the operation.
+	Initiator Process
+	// UID is the user identifier of the initiator.
+	UID uint32
+	// PTIndex is the portal table index the message arrived on.
+	PTIndex uint32
+	// Type is the kind of event.
+	Type EventKind
+	// List is the list of the entry the message matched (priority or overflow).
+	List List
+	// NIFail is NIOK on success, or how the operation failed.
+	NIFail NIFail
+	// AtomicOp is the operation of an atomic event.
+	AtomicOp AtomicOp
+	// AtomicType is the datatype of an atomic event.
+	AtomicType AtomicType
+}
