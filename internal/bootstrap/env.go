@@ -1,0 +1,122 @@
+package bootstrap
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Environment variables that ptlrun (Launch) gives each rank; see doc.go.
+const (
+	// EnvRank holds the rank, a decimal in [0, size).
+	EnvRank = "PTL_RANK"
+	// EnvSize holds the job size, a decimal ≥ 1.
+	EnvSize = "PTL_SIZE"
+	// EnvAddr holds the launcher's bootstrap server: "tcp:HOST:PORT" or "unix:PATH".
+	EnvAddr = "PTL_BOOTSTRAP_ADDR"
+	// EnvJobKey holds the job's secret key (64 hex digits) that authenticates a
+	// rank to the server.
+	EnvJobKey = "PTL_JOB_KEY"
+)
+
+// ClientConfig says how a rank reaches its launcher's server; Dial takes it.
+// Server.ClientConfig builds it for in-process ranks; Open reads it from the
+// environment.
+type ClientConfig struct {
+	// Addr is the server address, "tcp:HOST:PORT" or "unix:PATH".
+	Addr string
+	// Rank and Size are this rank and the job size.
+	Rank, Size int
+	// JobKey is the job's secret key.
+	JobKey string
+}
+
+// Env returns the environment entries ("NAME=value") that carry c to a child.
+func (c ClientConfig) Env() []string {
+	return []string{
+		EnvRank + "=" + strconv.Itoa(c.Rank),
+		EnvSize + "=" + strconv.Itoa(c.Size),
+		EnvAddr + "=" + c.Addr,
+		EnvJobKey + "=" + c.JobKey,
+	}
+}
+
+// configFromEnv reads and validates the ptlrun variables.
+func configFromEnv(lookup func(string) (string, bool)) (ClientConfig, error) {
+	var c ClientConfig
+	get := func(name string) (string, error) {
+		v, ok := lookup(name)
+		if !ok || v == "" {
+			return "", errDetail(ErrBadEnv, "%s is set but %s is missing", EnvAddr, name)
+		}
+		return v, nil
+	}
+	var err error
+	if c.Addr, err = get(EnvAddr); err != nil {
+		return c, err
+	}
+	if _, _, err := splitAddr(c.Addr); err != nil {
+		return c, err
+	}
+	if c.JobKey, err = get(EnvJobKey); err != nil {
+		return c, err
+	}
+	s, err := get(EnvSize)
+	if err != nil {
+		return c, err
+	}
+	if c.Size, err = strconv.Atoi(s); err != nil || c.Size < 1 {
+		return c, errDetail(ErrBadEnv, "%s=%q is not a size ≥ 1", EnvSize, s)
+	}
+	r, err := get(EnvRank)
+	if err != nil {
+		return c, err
+	}
+	if c.Rank, err = strconv.Atoi(r); err != nil || c.Rank < 0 || c.Rank >= c.Size {
+		return c, errDetail(ErrBadEnv, "%s=%q is not a rank in [0, %d)", EnvRank, r, c.Size)
+	}
+	return c, nil
+}
+
+// splitAddr splits "tcp:HOST:PORT" or "unix:PATH" into a network and address.
+func splitAddr(addr string) (network, address string, err error) {
+	network, address, ok := strings.Cut(addr, ":")
+	if !ok || address == "" || (network != "tcp" && network != "unix") {
+		return "", "", errDetail(ErrBadEnv, "address %q is not tcp:HOST:PORT or unix:PATH", addr)
+	}
+	return network, address, nil
+}
+
+// foreignLauncher reports whether another launcher started this process as one
+// of several ranks, and which, so that Open never silently runs N lone rank 0s.
+func foreignLauncher(lookup func(string) (string, bool)) (name string, size int, ok bool) {
+	sizeOf := func(v string) int {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return 0
+		}
+		return n
+	}
+	if _, fd := lookup("PMI_FD"); fd {
+		if v, _ := lookup("PMI_SIZE"); sizeOf(v) != 1 {
+			return "a PMI launcher (PMI_FD)", sizeOf(v), true
+		}
+	}
+	if _, port := lookup("PMI_PORT"); port {
+		if v, _ := lookup("PMI_SIZE"); sizeOf(v) != 1 {
+			return "a PMI launcher (PMI_PORT)", sizeOf(v), true
+		}
+	}
+	if v, ok := lookup("OMPI_COMM_WORLD_SIZE"); ok && sizeOf(v) > 1 {
+		return "Open MPI", sizeOf(v), true
+	}
+	if _, ok := lookup("SLURM_PROCID"); ok {
+		v, ok := lookup("SLURM_STEP_NUM_TASKS")
+		if !ok {
+			v, _ = lookup("SLURM_NTASKS")
+		}
+		if sizeOf(v) > 1 {
+			return "Slurm", sizeOf(v), true
+		}
+	}
+	return "", 0, false
+}
