@@ -1,0 +1,127 @@
+package me
+
+// List selects one of a portal table entry's two lists.
+type List uint8
+
+const (
+	// ListPriority is the priority list (PTL_PRIORITY_LIST): searched first.
+	ListPriority List = iota
+	// ListOverflow is the overflow list (PTL_OVERFLOW_LIST): searched when nothing in
+	// the priority list matches; what lands there is remembered as an unexpected header.
+	ListOverflow
+)
+
+// String returns the name of the list.
+func (l List) String() string {
+	switch l {
+	case ListPriority:
+		return "priority"
+	case ListOverflow:
+		return "overflow"
+	}
+	return "invalid-list"
+}
+
+// chain is a doubly linked list of arena indices, in link order.
+type chain struct {
+	head, tail int32
+}
+
+func newChain() chain { return chain{head: nilIdx, tail: nilIdx} }
+
+// matchList is one list of a table. Exact-match entries (IgnoreBits == 0) are chained in
+// hash bins keyed by their match bits; all other entries, and every entry of a list-entry
+// table, are chained in the ordered list. Both chains are in link order, and every entry
+// has a sequence number that grows with link order, so the first entry in list order that
+// accepts a message is the accepting entry with the smallest sequence number.
+type matchList struct {
+	bins map[uint64]*chain
+	wild chain
+	n    int
+}
+
+func newMatchList() matchList {
+	return matchList{bins: make(map[uint64]*chain), wild: newChain()}
+}
+
+// pushBack appends entry i to chain c.
+func (t *Table) pushBack(c *chain, i int32) {
+	e := &t.ar.e[i]
+	e.prev, e.next = c.tail, nilIdx
+	if c.tail == nilIdx {
+		c.head = i
+	} else {
+		t.ar.e[c.tail].next = i
+	}
+	c.tail = i
+}
+
+// remove unchains entry i from chain c.
+func (t *Table) remove(c *chain, i int32) {
+	e := &t.ar.e[i]
+	if e.prev == nilIdx {
+		c.head = e.next
+	} else {
+		t.ar.e[e.prev].next = e.next
+	}
+	if e.next == nilIdx {
+		c.tail = e.prev
+	} else {
+		t.ar.e[e.next].prev = e.prev
+	}
+	e.prev, e.next = nilIdx, nilIdx
+}
+
+// link puts entry i at the end of its list, giving it the next sequence number.
+func (t *Table) link(i int32) {
+	e := &t.ar.e[i]
+	t.seq++
+	e.seq = t.seq
+	e.state = stateLinked
+	l := &t.lists[e.list]
+	l.n++
+	if t.cfg.Matching && e.spec.IgnoreBits == 0 {
+		e.hashed = true
+		b := l.bins[e.spec.MatchBits]
+		if b == nil {
+			b = t.newBin()
+			l.bins[e.spec.MatchBits] = b
+		}
+		t.pushBack(b, i)
+		return
+	}
+	e.hashed = false
+	t.pushBack(&l.wild, i)
+}
+
+// unlinkEntry takes a linked entry i out of its list. An empty hash bin is dropped so that
+// a stream of distinct match bits does not grow the table without bound.
+func (t *Table) unlinkEntry(i int32) {
+	e := &t.ar.e[i]
+	l := &t.lists[e.list]
+	l.n--
+	if e.hashed {
+		key := e.spec.MatchBits
+		b := l.bins[key]
+		t.remove(b, i)
+		if b.head == nilIdx {
+			delete(l.bins, key)
+			t.binPool = append(t.binPool, b)
+		}
+		return
+	}
+	t.remove(&l.wild, i)
+}
+
+// newBin returns an empty hash bin, reusing a dropped one when possible.
+func (t *Table) newBin() *chain {
+	if n := len(t.binPool); n > 0 {
+		b := t.binPool[n-1]
+		t.binPool = t.binPool[:n-1]
+		*b = newChain()
+		return b
+	}
+	b := new(chain)
+	*b = newChain()
+	return b
+}
