@@ -71,14 +71,14 @@ func TestCounterWaitCondition(t *testing.T) {
 		test    uint64
 		reached bool
 	}{
-		{CTEvent{10, 0}, 10, true},  // ct-029, ct-034
-		{CTEvent{7, 1}, 10, true},   // ct-035: any failure ends the wait
-		{CTEvent{5, 0}, 10, false},  // ct-036: CT_NONE_REACHED
-		{CTEvent{5, 1}, 10, true},   // ct-037
-		{CTEvent{11, 0}, 10, true},  // past the test
-		{CTEvent{0, 0}, 0, true},    // test 0 is always reached
-		{CTEvent{9, 0}, 10, false},  // one short
-		{CTEvent{0, 0}, 1, false},   // nothing yet
+		{CTEvent{10, 0}, 10, true}, // ct-029, ct-034
+		{CTEvent{7, 1}, 10, true},  // ct-035: any failure ends the wait
+		{CTEvent{5, 0}, 10, false}, // ct-036: CT_NONE_REACHED
+		{CTEvent{5, 1}, 10, true},  // ct-037
+		{CTEvent{11, 0}, 10, true}, // past the test
+		{CTEvent{0, 0}, 0, true},   // test 0 is always reached
+		{CTEvent{9, 0}, 10, false}, // one short
+		{CTEvent{0, 0}, 1, false},  // nothing yet
 		{CTEvent{math.MaxUint64, 0}, math.MaxUint64, true},
 	}
 	for _, tc := range tests {
