@@ -1,0 +1,311 @@
+//go:build linux && cgo
+
+package driverhooks
+
+/*
+#include "reader.h"
+
+static struct ptl_slot *ptl_reader_ring(struct ptl_reader *r) { return r->ring; }
+*/
+import "C"
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/goportals/goportals/driverhooks/internal/uffd"
+	"golang.org/x/sys/unix"
+)
+
+// ringSlots is the size of the broadcast ring (a power of two). A subscription that
+// falls further behind than this is told to flush everything.
+const ringSlots = 1 << 13
+
+// features are the userfaultfd events the monitor needs.
+const features = uffd.FeatureEventUnmap | uffd.FeatureEventRemove | uffd.FeatureEventRemap
+
+// ringSlot mirrors struct ptl_slot.
+type ringSlot struct {
+	seq, start, end, pad uint64
+}
+
+// Monitor is a userfaultfd monitor: ranges registered with Watch (write-protect mode
+// only, so faults have no side effects) report munmap, partial munmap, mremap,
+// mmap(MAP_FIXED) and madvise(DONTNEED/FREE/REMOVE) before those calls return. The
+// events are read by a C pthread that never enters Go and published into a lock-free
+// ring that subscriptions (see Notifier) drain.
+//
+// At most one monitor may watch a given range (the kernel answers EBUSY). A process
+// normally uses the one behind Default.
+type Monitor struct {
+	fd, stopfd int
+	r          *C.struct_ptl_reader
+	ring       []ringSlot
+	seqp       *uint64
+	headp      *uint64
+
+	mu      sync.Mutex
+	watched map[uintptr]uintptr // start -> length of each Watch
+	subs    int                 // live subscriptions reading the ring
+	closed  atomic.Bool
+	freed   bool
+}
+
+// Open opens a userfaultfd with UFFD_USER_MODE_ONLY, O_CLOEXEC and O_NONBLOCK,
+// negotiates the unmap, remove and remap events and starts the reader thread. Errors
+// match ErrNotSupported (ErrPermission, ErrNoKernel) when the machine refuses.
+func Open() (*Monitor, error) {
+	flags := uffd.UserModeOnly | unix.O_CLOEXEC | unix.O_NONBLOCK
+	fd, err := uffd.Open(flags)
+	if errors.Is(err, unix.EINVAL) {
+		// A kernel older than 5.11 has no UFFD_USER_MODE_ONLY.
+		fd, err = uffd.Open(flags &^ uffd.UserModeOnly)
+	}
+	if err != nil {
+		kind := ErrNotSupported
+		switch {
+		case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
+			kind = ErrPermission
+		case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EINVAL):
+			kind = ErrNoKernel
+		}
+		return nil, &OpError{Op: "open", Err: kind, Cause: err}
+	}
+	got, err := uffd.Handshake(fd, features)
+	if err != nil || got&features != features {
+		unix.Close(fd)
+		return nil, &OpError{Op: "open", Err: ErrNoKernel, Cause: err}
+	}
+	stopfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		unix.Close(fd)
+		return nil, &OpError{Op: "open", Err: ErrNotSupported, Cause: err}
+	}
+	abi := C.struct_ptl_uffd_abi{
+		msg_size:     uffd.MsgSize,
+		arg_off:      uffd.MsgArgOff,
+		ev_pagefault: uffd.EventPagefault,
+		ev_remap:     uffd.EventRemap,
+		ev_remove:    uffd.EventRemove,
+		ev_unmap:     uffd.EventUnmap,
+		ioctl_wp:     C.ulong(uffd.IoctlWriteProtect),
+	}
+	r := C.ptl_reader_new(C.int(fd), C.int(stopfd), ringSlots, abi)
+	if r == nil {
+		unix.Close(fd)
+		unix.Close(stopfd)
+		return nil, &OpError{Op: "open", Err: ErrNotSupported, Cause: unix.ENOMEM}
+	}
+	if rc := C.ptl_reader_start(r); rc != 0 {
+		C.ptl_reader_free(r)
+		unix.Close(fd)
+		unix.Close(stopfd)
+		return nil, &OpError{Op: "open", Err: ErrNotSupported, Cause: unix.Errno(rc)}
+	}
+	m := &Monitor{
+		fd:      fd,
+		stopfd:  stopfd,
+		r:       r,
+		ring:    unsafe.Slice((*ringSlot)(unsafe.Pointer(C.ptl_reader_ring(r))), ringSlots),
+		seqp:    (*uint64)(unsafe.Pointer(&r.seq)),
+		headp:   (*uint64)(unsafe.Pointer(&r.head)),
+		watched: make(map[uintptr]uintptr),
+	}
+	return m, nil
+}
+
+// Watch registers [addr, addr+length) (page-aligned) with the monitor in write-protect
+// mode. Errors: ErrBusy, ErrUnwatchable and ErrClosed (all matching ErrNotSupported),
+// ErrNotMapped, ErrBadRange.
+func (m *Monitor) Watch(addr, length uintptr) error {
+	if length == 0 || addr%pageSize != 0 || length%pageSize != 0 || addr+length < addr {
+		return &OpError{Op: "watch", Addr: addr, Len: length, Err: ErrBadRange}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed.Load() {
+		return &OpError{Op: "watch", Addr: addr, Len: length, Err: ErrClosed}
+	}
+	if err := uffd.Register(m.fd, addr, length, uffd.RegisterModeWP); err != nil {
+		kind := ErrNotSupported
+		switch {
+		case errors.Is(err, unix.EBUSY):
+			kind = ErrBusy
+		case errors.Is(err, unix.EINVAL), errors.Is(err, unix.EPERM):
+			kind = ErrUnwatchable
+		case errors.Is(err, unix.ENOMEM), errors.Is(err, unix.EFAULT):
+			kind = ErrNotMapped
+		}
+		return &OpError{Op: "watch", Addr: addr, Len: length, Err: kind, Cause: err}
+	}
+	if old, ok := m.watched[addr]; !ok || old < length {
+		m.watched[addr] = length
+	}
+	return nil
+}
+
+// Unwatch unregisters [addr, addr+length). Ranges that were unmapped meanwhile are
+// not an error: the kernel already dropped them.
+func (m *Monitor) Unwatch(addr, length uintptr) error {
+	if length == 0 || addr%pageSize != 0 || length%pageSize != 0 || addr+length < addr {
+		return &OpError{Op: "unwatch", Addr: addr, Len: length, Err: ErrBadRange}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed.Load() {
+		return nil
+	}
+	if l, ok := m.watched[addr]; ok && l == length {
+		delete(m.watched, addr)
+	}
+	err := uffd.Unregister(m.fd, addr, length)
+	if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOMEM) {
+		return &OpError{Op: "unwatch", Addr: addr, Len: length, Err: ErrNotSupported, Cause: err}
+	}
+	return nil
+}
+
+// Close unregisters every watched range, then stops the reader (which drains what is
+// pending first) and closes the descriptor; closing also releases any range the kernel
+// moved with mremap. Subscriptions see a final change that tells them to flush.
+func (m *Monitor) Close() error {
+	m.mu.Lock()
+	if m.closed.Load() {
+		m.mu.Unlock()
+		return nil
+	}
+	for a, l := range m.watched {
+		_ = uffd.Unregister(m.fd, a, l)
+		delete(m.watched, a)
+	}
+	m.closed.Store(true)
+	m.mu.Unlock()
+
+	rc := C.ptl_reader_stop(m.r)
+	unix.Close(m.fd)
+	unix.Close(m.stopfd)
+	// The reader is gone: bump seq ourselves so every subscription drains (and flushes).
+	atomic.AddUint64(m.seqp, 2)
+
+	m.mu.Lock()
+	m.maybeFreeLocked()
+	m.mu.Unlock()
+	if rc != 0 {
+		return &OpError{Op: "close", Err: ErrNotSupported, Cause: unix.Errno(rc)}
+	}
+	return nil
+}
+
+// maybeFreeLocked frees the C state once the monitor is closed and no subscription
+// can read it any more.
+func (m *Monitor) maybeFreeLocked() {
+	if m.closed.Load() && m.subs == 0 && !m.freed {
+		m.freed = true
+		C.ptl_reader_free(m.r)
+	}
+}
+
+// MonitorStats are counters of the reader thread.
+type MonitorStats struct {
+	// Seq is the sequence word (odd while a read is in flight).
+	Seq uint64
+	// Published is the number of ranges published into the ring.
+	Published uint64
+	// Events is the number of userfaultfd events read.
+	Events uint64
+	// Pagefaults counts write-protect faults resolved (none are expected).
+	Pagefaults uint64
+	// Errors counts unexpected poll/read/ioctl errors; LastErrno is the last one.
+	Errors    uint64
+	LastErrno int
+	// Watched is the number of ranges currently registered through Watch.
+	Watched int
+}
+
+// Stats returns the reader's counters.
+func (m *Monitor) Stats() MonitorStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.freed {
+		return MonitorStats{}
+	}
+	return MonitorStats{
+		Seq:        atomic.LoadUint64(m.seqp),
+		Published:  atomic.LoadUint64(m.headp),
+		Events:     atomic.LoadUint64((*uint64)(unsafe.Pointer(&m.r.events))),
+		Pagefaults: atomic.LoadUint64((*uint64)(unsafe.Pointer(&m.r.pagefaults))),
+		Errors:     atomic.LoadUint64((*uint64)(unsafe.Pointer(&m.r.errors))),
+		LastErrno:  int(atomic.LoadInt64((*int64)(unsafe.Pointer(&m.r.last_errno)))),
+		Watched:    len(m.watched),
+	}
+}
+
+// seq loads the sequence word.
+func (m *Monitor) seq() uint64 { return atomic.LoadUint64(m.seqp) }
+
+// waitEven returns the sequence word once no read is in flight. The reader never
+// blocks while seq is odd (the descriptor is non-blocking), so this is short.
+func (m *Monitor) waitEven() uint64 {
+	for i := 0; ; i++ {
+		s := atomic.LoadUint64(m.seqp)
+		if s&1 == 0 {
+			return s
+		}
+		if i > 16 {
+			runtime.Gosched()
+		}
+	}
+}
+
+// attach registers a new ring consumer and returns the seq and head it starts from.
+func (m *Monitor) attach() (seq, head uint64) {
+	m.mu.Lock()
+	m.subs++
+	m.mu.Unlock()
+	seq = m.waitEven()
+	return seq, atomic.LoadUint64(m.headp)
+}
+
+// detach forgets a ring consumer.
+func (m *Monitor) detach() {
+	m.mu.Lock()
+	m.subs--
+	m.maybeFreeLocked()
+	m.mu.Unlock()
+}
+
+// drain hands every range published after *cursor to fn and returns the even seq
+// that the caller has now caught up with. all reports that ranges were lost (the
+// consumer fell behind the ring, or the monitor closed): the caller must flush
+// everything it trusted.
+func (m *Monitor) drain(cursor *uint64, fn func(start, end uintptr)) (seq uint64, all bool) {
+	seq = m.waitEven()
+	head := atomic.LoadUint64(m.headp)
+	c := *cursor
+	if m.closed.Load() {
+		*cursor = head
+		return seq, true
+	}
+	if head-c > ringSlots {
+		*cursor = head
+		return seq, true
+	}
+	for ; c != head; c++ {
+		sl := &m.ring[c&(ringSlots-1)]
+		s1 := atomic.LoadUint64(&sl.seq)
+		start := atomic.LoadUint64(&sl.start)
+		end := atomic.LoadUint64(&sl.end)
+		s2 := atomic.LoadUint64(&sl.seq)
+		if s1 != c+1 || s2 != c+1 {
+			// Overwritten while we read: we lost events.
+			*cursor = head
+			return seq, true
+		}
+		fn(uintptr(start), uintptr(end))
+	}
+	*cursor = c
+	return seq, false
+}

@@ -1,0 +1,249 @@
+//go:build linux && cgo
+
+package driverhooks
+
+import (
+	"errors"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+func openMonitor(t *testing.T) *Monitor {
+	t.Helper()
+	m, err := Open()
+	if errors.Is(err, ErrNotSupported) {
+		t.Skip("userfaultfd unavailable: " + err.Error())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return m
+}
+
+func mmapAnon(t *testing.T, pages int) []byte {
+	t.Helper()
+	b, err := unix.Mmap(-1, 0, pages*int(pageSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range b {
+		b[i] = byte(i)
+	}
+	return b
+}
+
+func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
+
+// collect drains s and returns the ranges it reported.
+func collect(s Subscription) (got []span, all bool) {
+	all = s.Drain(func(a, b uintptr) { got = append(got, span{a, b}) })
+	return got, all
+}
+
+func overlaps(got []span, a, b uintptr) bool {
+	for _, r := range got {
+		if r.start < b && a < r.end {
+			return true
+		}
+	}
+	return false
+}
+
+func TestMonitorEvents(t *testing.T) {
+	m := openMonitor(t)
+	n := NewNotifier(m)
+	const pages = 8
+	cases := []struct {
+		name   string
+		change func(t *testing.T, b []byte) (uintptr, uintptr) // returns the range that must be reported
+	}{
+		{"munmap", func(t *testing.T, b []byte) (uintptr, uintptr) {
+			a := addrOf(b)
+			if err := unix.Munmap(b); err != nil {
+				t.Fatal(err)
+			}
+			return a, a + uintptr(len(b))
+		}},
+		{"partial-munmap", func(t *testing.T, b []byte) (uintptr, uintptr) {
+			a := addrOf(b) + 2*pageSize
+			if _, _, e := unix.Syscall(unix.SYS_MUNMAP, a, 2*pageSize, 0); e != 0 {
+				t.Fatal(e)
+			}
+			return a, a + 2*pageSize
+		}},
+		{"madv-dontneed", func(t *testing.T, b []byte) (uintptr, uintptr) {
+			if err := unix.Madvise(b[pageSize:3*pageSize], unix.MADV_DONTNEED); err != nil {
+				t.Fatal(err)
+			}
+			return addrOf(b) + pageSize, addrOf(b) + 3*pageSize
+		}},
+		{"madv-free", func(t *testing.T, b []byte) (uintptr, uintptr) {
+			if err := unix.Madvise(b, unix.MADV_FREE); err != nil {
+				t.Fatal(err)
+			}
+			return addrOf(b), addrOf(b) + uintptr(len(b))
+		}},
+		{"mremap", func(t *testing.T, b []byte) (uintptr, uintptr) {
+			a := addrOf(b)
+			nb, err := unix.Mremap(b, 2*len(b), unix.MREMAP_MAYMOVE)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if addrOf(nb) == a {
+				t.Skip("mremap grew in place; nothing moved")
+			}
+			t.Cleanup(func() { unix.Munmap(nb) })
+			return a, a + uintptr(len(b))
+		}},
+		{"mmap-fixed", func(t *testing.T, b []byte) (uintptr, uintptr) {
+			a := addrOf(b) + pageSize
+			r, _, e := unix.Syscall6(unix.SYS_MMAP, a, pageSize, unix.PROT_READ|unix.PROT_WRITE,
+				unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED, ^uintptr(0), 0)
+			if e != 0 || r != a {
+				t.Fatal(e)
+			}
+			return a, a + pageSize
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := n.Subscribe()
+			defer s.Close()
+			b := mmapAnon(t, pages)
+			a := addrOf(b)
+			if err := n.Watch(a, uintptr(len(b))); err != nil {
+				t.Fatal(err)
+			}
+			if s.Pending() {
+				if got, all := collect(s); all || len(got) != 0 {
+					t.Fatalf("spurious events before the change: %v all=%v", got, all)
+				}
+			}
+			lo, hi := c.change(t, b)
+			if !s.Pending() {
+				t.Fatal("change returned but the subscription is not pending")
+			}
+			got, all := collect(s)
+			if !all && !overlaps(got, lo, hi) {
+				t.Fatalf("drained %v, want a range overlapping [%#x,%#x)", got, lo, hi)
+			}
+			if s.Pending() {
+				t.Fatal("still pending after drain")
+			}
+			n.Unwatch(a, uintptr(len(b)))
+			unix.Munmap(b) // may fail for the unmapped cases
+		})
+	}
+	if st := m.Stats(); st.Errors != 0 || st.Pagefaults != 0 {
+		t.Errorf("reader stats %+v", st)
+	}
+}
+
+func TestExplicitInvalidate(t *testing.T) {
+	n := NewNotifier(nil)
+	s := n.Subscribe()
+	defer s.Close()
+	if s.Pending() {
+		t.Fatal("pending before any event")
+	}
+	n.Invalidate(0x10000, 0x2000)
+	if !s.Pending() {
+		t.Fatal("not pending after Invalidate")
+	}
+	got, all := collect(s)
+	if all || len(got) != 1 || got[0] != (span{0x10000, 0x12000}) {
+		t.Fatalf("drained %v all=%v", got, all)
+	}
+	for i := 0; i < maxPendingExplicit+1; i++ {
+		n.Invalidate(uintptr(i)*pageSize, pageSize)
+	}
+	if _, all := collect(s); !all {
+		t.Fatal("overflowing the explicit queue must ask for a full flush")
+	}
+	if err := n.Watch(0x10000, pageSize); !errors.Is(err, ErrNotSupported) {
+		t.Fatalf("Watch without a monitor: %v, want ErrNotSupported", err)
+	}
+}
+
+func TestPendingAllocatesNothing(t *testing.T) {
+	m := openMonitor(t)
+	s := NewNotifier(m).Subscribe()
+	defer s.Close()
+	if a := testing.AllocsPerRun(100, func() { s.Pending() }); a != 0 {
+		t.Fatalf("Pending allocates %v", a)
+	}
+}
+
+func TestWatchErrors(t *testing.T) {
+	m := openMonitor(t)
+	if err := m.Watch(1, pageSize); !errors.Is(err, ErrBadRange) {
+		t.Errorf("unaligned watch: %v", err)
+	}
+	b := mmapAnon(t, 2)
+	defer unix.Munmap(b)
+	m2 := openMonitor(t)
+	if err := m.Watch(addrOf(b), 2*pageSize); err != nil {
+		t.Fatal(err)
+	}
+	if err := m2.Watch(addrOf(b), 2*pageSize); !errors.Is(err, ErrBusy) || !errors.Is(err, ErrNotSupported) {
+		t.Errorf("second monitor on the same range: %v, want ErrBusy", err)
+	}
+	f, err := os.CreateTemp(t.TempDir(), "fb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.Truncate(int64(pageSize))
+	fm, err := unix.Mmap(int(f.Fd()), 0, int(pageSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(fm)
+	if err := m.Watch(addrOf(fm), pageSize); !errors.Is(err, ErrNotSupported) {
+		t.Errorf("file-backed mapping: %v, want an error matching ErrNotSupported", err)
+	}
+}
+
+// With GOMAXPROCS=1 the scavenger's madvise holds the only P while it waits for the
+// reader; a Go reader would deadlock here (design.md section 2).
+func TestNoDeadlockGOMAXPROCS1(t *testing.T) {
+	m := openMonitor(t)
+	n := NewNotifier(m)
+	s := n.Subscribe()
+	defer s.Close()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 200; i++ {
+			buf := make([]byte, 1<<20)
+			buf[0] = 1
+			p := uintptr(unsafe.Pointer(&buf[0]))
+			st := (p + pageSize - 1) &^ (pageSize - 1)
+			_ = n.Watch(st, 64*pageSize)
+			runtime.KeepAlive(buf)
+			buf = nil
+			debug.FreeOSMemory()
+			s.Drain(func(a, b uintptr) {})
+		}
+	}()
+	select {
+	case <-done:
+		if st := m.Stats(); st.Events == 0 {
+			t.Fatalf("FreeOSMemory produced no userfaultfd event: the test did not exercise the scavenger path (%+v)", st)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("watchdog: FreeOSMemory with watched heap ranges did not finish in 2 minutes (deadlock)")
+	}
+}

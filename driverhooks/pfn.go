@@ -1,0 +1,16 @@
+package driverhooks
+
+import "os"
+
+// CheckPFNEnv is the environment variable that turns the page-frame oracle on
+// (PTL_CHECK_PFN=1), like UCX_RCACHE_CHECK_PFN.
+const CheckPFNEnv = "PTL_CHECK_PFN"
+
+// CheckPFNEnabled reports whether PTL_CHECK_PFN is set to 1 (or "true", "yes", "on").
+func CheckPFNEnabled() bool {
+	switch os.Getenv(CheckPFNEnv) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
+}
