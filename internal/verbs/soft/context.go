@@ -1,0 +1,250 @@
+package soft
+
+import (
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/goportals/goportals/internal/verbs"
+)
+
+// Context is an open soft device: the shared segment that publishes its MR table,
+// its queue pairs and completion queues, and the progress goroutine that completes
+// one-sided operations when the application is not polling.
+type Context struct {
+	seg   *shm
+	view  segView
+	nonce uint64
+	pid   int
+
+	mrMu   sync.Mutex
+	freeMR []uint32
+	mrGen  [maxMR]uint32
+	mrs    [maxMR]atomic.Pointer[mr]
+
+	mu     sync.Mutex // guards the object sets below
+	qps    map[*qp]struct{}
+	cqs    map[*cq]struct{}
+	pds    map[*pd]struct{}
+	nextQP uint32
+	nextPD uint32
+	active atomic.Pointer[[]*qp] // connected queue pairs, copy on write
+
+	progMu sync.Mutex
+	polls  atomic.Uint64
+	closed atomic.Bool
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// Open opens a context on the soft device.
+func Open() (*Context, error) {
+	if !supported {
+		return nil, verbs.Errorf("open_device", verbs.ErrNotSupported, errNoPlatformErr())
+	}
+	seg, err := newShm("goportals-soft", segSize)
+	if err != nil {
+		return nil, verbs.Errorf("open_device", verbs.ErrNoResources, err)
+	}
+	c := &Context{seg: seg, view: segView{seg.mem}, nonce: rand.Uint64() | 1, pid: os.Getpid(),
+		qps: map[*qp]struct{}{}, cqs: map[*cq]struct{}{}, pds: map[*pd]struct{}{},
+		stop: make(chan struct{})}
+	c.freeMR = make([]uint32, 0, maxMR)
+	for i := maxMR - 1; i >= 0; i-- {
+		c.freeMR = append(c.freeMR, uint32(i))
+	}
+	c.view.init(c.pid, c.nonce)
+	c.active.Store(&[]*qp{})
+	c.wg.Add(1)
+	go c.run()
+	return c, nil
+}
+
+// Device returns the soft device.
+func (c *Context) Device() verbs.Device { return device{} }
+
+// Attr returns the device limits.
+func (c *Context) Attr() verbs.DeviceAttr { return attr }
+
+// pd is a protection domain.
+type pd struct {
+	ctx  *Context
+	id   uint32
+	nmr  int // guarded by ctx.mrMu
+	nqp  atomic.Int32
+	dead atomic.Bool
+}
+
+// AllocPD allocates a protection domain.
+func (c *Context) AllocPD() (verbs.PD, error) {
+	if c.closed.Load() {
+		return nil, verbs.Errorf("alloc_pd", verbs.ErrClosed, nil)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nextPD++
+	p := &pd{ctx: c, id: c.nextPD}
+	c.pds[p] = struct{}{}
+	return p, nil
+}
+
+// Close deallocates the PD when it has no regions or queue pairs left.
+func (p *pd) Close() error {
+	p.ctx.mrMu.Lock()
+	busy := p.nmr > 0
+	p.ctx.mrMu.Unlock()
+	if busy || p.nqp.Load() > 0 {
+		return verbs.Errorf("dealloc_pd", verbs.ErrBusy, nil)
+	}
+	if !p.dead.CompareAndSwap(false, true) {
+		return verbs.Errorf("dealloc_pd", verbs.ErrClosed, nil)
+	}
+	p.ctx.mu.Lock()
+	delete(p.ctx.pds, p)
+	p.ctx.mu.Unlock()
+	return nil
+}
+
+// Close destroys every queue pair (flushing their work), stops progress,
+// deregisters every region and unmaps the segment.
+func (c *Context) Close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return verbs.Errorf("close_device", verbs.ErrClosed, nil)
+	}
+	c.mu.Lock()
+	qps := make([]*qp, 0, len(c.qps))
+	for q := range c.qps {
+		qps = append(qps, q)
+	}
+	c.mu.Unlock()
+	for _, q := range qps {
+		q.destroy()
+	}
+	close(c.stop)
+	futexWake(c.view.sleepWord())
+	c.wg.Wait()
+	for i := range c.mrs {
+		if m := c.mrs[i].Load(); m != nil {
+			m.Dereg()
+		}
+	}
+	c.mu.Lock()
+	for q := range c.cqs {
+		if q.closed.CompareAndSwap(false, true) {
+			close(q.done)
+		}
+	}
+	c.mu.Unlock()
+	c.seg.close()
+	return nil
+}
+
+// progress runs one round over the connected queue pairs unless another goroutine
+// is running one. It returns the number of events handled.
+func (c *Context) progress() int {
+	if !c.progMu.TryLock() {
+		return 0
+	}
+	n := 0
+	for _, q := range *c.active.Load() {
+		n += q.progress()
+	}
+	c.progMu.Unlock()
+	return n
+}
+
+// kick wakes the progress goroutine if it sleeps.
+func (c *Context) kick() {
+	w := c.view.sleepWord()
+	if atomic.LoadUint32(w) == 1 && atomic.CompareAndSwapUint32(w, 1, 0) {
+		futexWake(w)
+	}
+}
+
+// Progress goroutine tuning. While the application polls (its poll count moves), the
+// goroutine stays off the CPU; otherwise it spins for idleSpin empty rounds, then
+// sleeps on the segment's futex word, which a peer that posts to us clears and wakes.
+const (
+	idleSpin     = 256
+	activeNap    = 200 * time.Microsecond
+	sleepTimeout = 20 * time.Millisecond
+	peerCheck    = 10 * time.Millisecond
+)
+
+func (c *Context) run() {
+	defer c.wg.Done()
+	w := c.view.sleepWord()
+	lastPolls := c.polls.Load()
+	lastCheck := time.Now()
+	idle := 0
+	for {
+		select {
+		case <-c.stop:
+			return
+		default:
+		}
+		if c.progress() > 0 {
+			idle = 0
+			continue
+		}
+		if now := time.Now(); now.Sub(lastCheck) > peerCheck {
+			lastCheck = now
+			c.checkPeers()
+		}
+		if p := c.polls.Load(); p != lastPolls {
+			lastPolls = p
+			idle = 0
+			time.Sleep(activeNap)
+			continue
+		}
+		if idle++; idle < idleSpin {
+			cpuPause()
+			continue
+		}
+		atomic.StoreUint32(w, 1)
+		if c.progress() > 0 {
+			atomic.StoreUint32(w, 0)
+			idle = 0
+			continue
+		}
+		futexWait(w, 1, sleepTimeout)
+		atomic.StoreUint32(w, 0)
+		idle = idleSpin / 2
+	}
+}
+
+// checkPeers fails the queue pairs whose peer process has exited.
+func (c *Context) checkPeers() {
+	for _, q := range *c.active.Load() {
+		if q.peer != nil && q.peer.pidfd.exited() {
+			q.mu.Lock()
+			q.peerGone()
+			q.mu.Unlock()
+		}
+	}
+}
+
+func (c *Context) addActive(q *qp) {
+	c.mu.Lock()
+	old := *c.active.Load()
+	n := make([]*qp, len(old), len(old)+1)
+	copy(n, old)
+	n = append(n, q)
+	c.active.Store(&n)
+	c.mu.Unlock()
+}
+
+func (c *Context) removeActive(q *qp) {
+	c.mu.Lock()
+	old := *c.active.Load()
+	n := make([]*qp, 0, len(old))
+	for _, x := range old {
+		if x != q {
+			n = append(n, x)
+		}
+	}
+	c.active.Store(&n)
+	c.mu.Unlock()
+}

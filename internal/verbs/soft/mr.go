@@ -1,0 +1,149 @@
+package soft
+
+import (
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/goportals/goportals/internal/verbs"
+)
+
+// mr is a registered region: its pages are pinned with mlock, their translations
+// snapshotted, and an entry of the shared MR table describes it to peers.
+type mr struct {
+	ctx    *Context
+	pd     *pd
+	mem    []byte // keeps Go memory alive while registered
+	base   unsafe.Pointer
+	addr   uint64
+	key    uint32
+	access verbs.Access
+	pages  [2]uintptr // pinned [start, end)
+	xlate  []uint64   // page-map snapshot at registration (nil when unreadable)
+	dead   atomic.Bool
+}
+
+func (m *mr) LKey() uint32         { return m.key }
+func (m *mr) RKey() uint32         { return m.key }
+func (m *mr) Addr() uint64         { return m.addr }
+func (m *mr) Len() int             { return len(m.mem) }
+func (m *mr) Access() verbs.Access { return m.access }
+
+// bytes returns the n bytes at addr (inside the region: the caller checked).
+func (m *mr) bytes(addr uint64, n uint64) []byte {
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Add(m.base, addr-m.addr)), n)
+}
+
+// RegMR pins mem and publishes it in the MR table.
+func (p *pd) RegMR(mem []byte, access verbs.Access) (verbs.MR, error) {
+	c := p.ctx
+	if err := access.Validate(); err != nil {
+		return nil, verbs.Errorf("reg_mr", verbs.ErrInvalidArgument, nil)
+	}
+	if len(mem) == 0 || uint64(len(mem)) > c.Attr().MaxMRSize {
+		return nil, verbs.Errorf("reg_mr", verbs.ErrInvalidArgument, nil)
+	}
+	if c.closed.Load() {
+		return nil, verbs.Errorf("reg_mr", verbs.ErrClosed, nil)
+	}
+	base := unsafe.Pointer(unsafe.SliceData(mem))
+	addr := uintptr(base)
+	start := addr &^ (pageSize - 1)
+	end := (addr + uintptr(len(mem)) + pageSize - 1) &^ (pageSize - 1)
+	if err := pin(start, end); err != nil {
+		return nil, err
+	}
+	m := &mr{ctx: c, pd: p, mem: mem, base: base, addr: uint64(addr), access: access,
+		pages: [2]uintptr{start, end}}
+	m.xlate = translate(start, int((end-start)/pageSize))
+
+	c.mrMu.Lock()
+	if len(c.freeMR) == 0 {
+		c.mrMu.Unlock()
+		unpin(start, end)
+		return nil, verbs.Errorf("reg_mr", verbs.ErrNoResources, nil)
+	}
+	idx := c.freeMR[len(c.freeMR)-1]
+	c.freeMR = c.freeMR[:len(c.freeMR)-1]
+	gen := c.mrGen[idx]
+	for {
+		g := rand.Uint32() & (1<<(32-mrIdxBits) - 1)
+		if g != 0 && g != gen {
+			gen = g
+			break
+		}
+	}
+	c.mrGen[idx] = gen
+	m.key = gen<<mrIdxBits | idx
+	p.nmr++
+	c.mrMu.Unlock()
+
+	v, off := c.view, entryOff(idx)
+	atomic.StoreUint64(v.u64(off+eAddr), m.addr)
+	atomic.StoreUint64(v.u64(off+eLen), uint64(len(mem)))
+	atomic.StoreUint32(v.u32(off+eAccess), uint32(access))
+	atomic.StoreUint32(v.u32(off+ePD), p.id)
+	c.mrs[idx].Store(m)
+	atomic.StoreUint32(v.u32(off+eState), mrValid)
+	atomic.StoreUint32(v.u32(off+eKey), m.key) // publish last
+	return m, nil
+}
+
+// deregWait bounds how long Dereg waits for accesses in flight (a peer in the middle
+// of a cross-memory copy). A peer that died mid-copy leaves its count behind: the
+// slot is then quarantined rather than reused.
+const deregWait = 2 * time.Second
+
+// Dereg revokes the keys, waits for accesses in flight, and unpins.
+func (m *mr) Dereg() error {
+	if !m.dead.CompareAndSwap(false, true) {
+		return verbs.Errorf("dereg_mr", verbs.ErrInvalidArgument, nil)
+	}
+	c := m.ctx
+	idx := m.key & mrIdxMask
+	v, off := c.view, entryOff(idx)
+	atomic.StoreUint32(v.u32(off+eKey), 0)
+	atomic.StoreUint32(v.u32(off+eState), 0)
+	quarantine := false
+	deadline := time.Now().Add(deregWait)
+	for i := 0; atomic.LoadInt32(v.i32(off+eInflight)) != 0; i++ {
+		if i < 100 {
+			cpuPause()
+			continue
+		}
+		if time.Now().After(deadline) {
+			quarantine = true
+			break
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	c.mrs[idx].Store(nil)
+	unpin(m.pages[0], m.pages[1])
+	c.mrMu.Lock()
+	if !quarantine {
+		c.freeMR = append(c.freeMR, idx)
+	}
+	m.pd.nmr--
+	c.mrMu.Unlock()
+	m.mem = nil
+	return nil
+}
+
+// local resolves a local SGE (or any address range) against this context's table,
+// holding the region until release. It returns the bytes.
+func (c *Context) local(key uint32, addr, n uint64, need verbs.Access, pd uint32) ([]byte, *int32, bool) {
+	inflight, ok := c.view.acquire(key, addr, n, need, pd)
+	if !ok {
+		return nil, nil, false
+	}
+	m := c.mrs[key&mrIdxMask].Load()
+	if m == nil || m.key != key {
+		release(inflight)
+		return nil, nil, false
+	}
+	return m.bytes(addr, n), inflight, true
+}

@@ -1,0 +1,392 @@
+package soft
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/goportals/goportals/internal/verbs"
+)
+
+// Send entry states.
+const (
+	esQueued    = iota // posted, not yet issued
+	esIssuing          // partly issued (fragments of a long SEND, or the immediate of a CMA write)
+	esAwaitTail        // in the ring: done once the peer consumed past endPos
+	esAwaitResp        // waiting for a READ or atomic response
+	esDone
+)
+
+type sendEntry struct {
+	wr      verbs.SendWR
+	sg      []verbs.SGE // copy of wr.SG (cap MaxSGE)
+	inline  []byte      // payload copied at post for SendInline
+	total   uint64
+	token   uint64
+	state   uint8
+	off     uint64 // bytes issued so far
+	endPos  uint64
+	status  verbs.Status
+	byteLen uint32
+}
+
+type recvEntry struct {
+	id    uint64
+	sg    []verbs.SGE
+	total uint64
+}
+
+// peerConn is the connected peer: its process, segment and outbound ring.
+type peerConn struct {
+	pid   int
+	pidfd pidfd
+	seg   *shm
+	view  segView
+	ring  *shm
+	pd    uint32
+}
+
+// qp is a reliable-connected queue pair. Each direction is a ring in the sender's
+// memfd (ours: out, the peer's: in).
+type qp struct {
+	ctx      *Context
+	pd       *pd
+	num      uint32
+	scq, rcq *cq
+	maxSGE   int
+
+	mu      sync.Mutex
+	state   atomic.Uint32
+	outShm  *shm
+	out     *ring
+	in      *ring
+	peer    *peerConn
+	addr    verbs.Address
+	sq      []sendEntry
+	sqHead  uint64 // oldest not completed
+	sqIss   uint64 // next to issue
+	sqTail  uint64 // next free
+	waiting int    // entries awaiting a response (for SendFence)
+	rq      []recvEntry
+	rqHead  uint64
+	rqTail  uint64
+	recvOn  bool   // a fragmented SEND is being received into rq[rqHead]
+	recvOff uint64 // bytes of it received
+	pend    []pending
+	parts   [][]byte
+	holds   []*int32
+}
+
+// pending is a response waiting for ring space.
+type pending struct {
+	m    msg
+	data []byte
+}
+
+// CreateQP creates a queue pair with its outbound ring.
+func (p *pd) CreateQP(a verbs.QPAttr) (verbs.QP, error) {
+	c := p.ctx
+	scq, ok1 := a.SendCQ.(*cq)
+	rcq, ok2 := a.RecvCQ.(*cq)
+	if !ok1 || !ok2 || scq.ctx != c || rcq.ctx != c || a.MaxSendWR < 0 || a.MaxRecvWR < 0 || a.MaxSGE < 0 ||
+		a.MaxSendWR > maxQPWR || a.MaxRecvWR > maxQPWR || a.MaxSGE > attr.MaxSGE {
+		return nil, verbs.Errorf("create_qp", verbs.ErrInvalidArgument, nil)
+	}
+	if c.closed.Load() || p.dead.Load() {
+		return nil, verbs.Errorf("create_qp", verbs.ErrClosed, nil)
+	}
+	ns, nr, ng := a.MaxSendWR, a.MaxRecvWR, a.MaxSGE
+	if ns == 0 {
+		ns = defaultSendWR
+	}
+	if nr == 0 {
+		nr = defaultRecvWR
+	}
+	if ng == 0 {
+		ng = defaultSGE
+	}
+	c.mu.Lock()
+	if len(c.qps) >= maxQPs {
+		c.mu.Unlock()
+		return nil, verbs.Errorf("create_qp", verbs.ErrNoResources, nil)
+	}
+	c.nextQP++
+	num := c.nextQP
+	c.mu.Unlock()
+	rs, err := newShm(fmt.Sprintf("goportals-qp%d", num), ringFileSize)
+	if err != nil {
+		return nil, verbs.Errorf("create_qp", verbs.ErrNoResources, err)
+	}
+	q := &qp{ctx: c, pd: p, num: num, scq: scq, rcq: rcq, maxSGE: ng, outShm: rs, out: newRing(rs.mem),
+		sq: make([]sendEntry, ns), rq: make([]recvEntry, nr)}
+	for i := range q.sq {
+		q.sq[i].sg = make([]verbs.SGE, 0, ng)
+	}
+	for i := range q.rq {
+		q.rq[i].sg = make([]verbs.SGE, 0, ng)
+	}
+	q.addr = address{pid: uint32(c.pid), segFd: int32(c.seg.fd), ringFd: int32(rs.fd), qpn: num, pd: p.id,
+		nonce: c.nonce, boot: bootID()}.encode()
+	scq.refs.Add(1)
+	rcq.refs.Add(1)
+	p.nqp.Add(1)
+	c.mu.Lock()
+	c.qps[q] = struct{}{}
+	c.mu.Unlock()
+	return q, nil
+}
+
+// Num returns the queue pair number.
+func (q *qp) Num() uint32 { return q.num }
+
+// Address returns the connection address.
+func (q *qp) Address() verbs.Address { return append(verbs.Address(nil), q.addr...) }
+
+// State returns the state.
+func (q *qp) State() verbs.QPState { return verbs.QPState(q.state.Load()) }
+
+// Connect maps the peer's segment and outbound ring.
+func (q *qp) Connect(remote verbs.Address) error {
+	a, ok := decodeAddress(remote)
+	if !ok {
+		return verbs.Errorf("connect", verbs.ErrInvalidArgument, nil)
+	}
+	if a.boot != bootID() {
+		return verbs.Errorf("connect", verbs.ErrUnreachable,
+			fmt.Errorf("peer runs on another node (the soft provider's TCP path is not built yet)"))
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.State() != verbs.QPInit {
+		return verbs.Errorf("connect", verbs.ErrQPState, nil)
+	}
+	pfd, err := openPidfd(int(a.pid))
+	if err != nil {
+		return verbs.Errorf("connect", verbs.ErrUnreachable, err)
+	}
+	seg, err := openPeerShm(int(a.pid), int(a.segFd), segSize)
+	if err != nil {
+		pfd.close()
+		return verbs.Errorf("connect", verbs.ErrUnreachable, err)
+	}
+	view := segView{seg.mem}
+	if !view.valid(int(a.pid), a.nonce) {
+		seg.close()
+		pfd.close()
+		return verbs.Errorf("connect", verbs.ErrUnreachable, fmt.Errorf("stale or foreign segment"))
+	}
+	rs, err := openPeerShm(int(a.pid), int(a.ringFd), ringFileSize)
+	if err != nil {
+		seg.close()
+		pfd.close()
+		return verbs.Errorf("connect", verbs.ErrUnreachable, err)
+	}
+	q.peer = &peerConn{pid: int(a.pid), pidfd: pfd, seg: seg, view: view, ring: rs, pd: a.pd}
+	q.in = newRing(rs.mem)
+	q.state.Store(uint32(verbs.QPReady))
+	q.ctx.addActive(q)
+	return nil
+}
+
+// PostRecv queues receives.
+func (q *qp) PostRecv(wrs []verbs.RecvWR) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i := range wrs {
+		wr := &wrs[i]
+		st := q.State()
+		if st == verbs.QPClosed {
+			return verbs.Errorf(postOp("post_recv", i), verbs.ErrClosed, nil)
+		}
+		if len(wr.SG) > q.maxSGE {
+			return verbs.Errorf(postOp("post_recv", i), verbs.ErrInvalidArgument, nil)
+		}
+		if q.rqTail-q.rqHead == uint64(len(q.rq)) {
+			return verbs.Errorf(postOp("post_recv", i), verbs.ErrNoResources, nil)
+		}
+		if st == verbs.QPError {
+			q.rcq.push(verbs.WorkCompletion{ID: wr.ID, Status: verbs.StatusWorkRequestFlushed, Opcode: verbs.WCRecv, QPNum: q.num})
+			continue
+		}
+		e := &q.rq[q.rqTail%uint64(len(q.rq))]
+		e.id = wr.ID
+		e.sg = append(e.sg[:0], wr.SG...)
+		e.total = verbs.TotalLength(wr.SG)
+		q.rqTail++
+	}
+	return nil
+}
+
+func postOp(op string, i int) string {
+	if i == 0 {
+		return op
+	}
+	return fmt.Sprintf("%s (work request %d)", op, i)
+}
+
+// PostSend queues send work requests and issues what fits at once.
+func (q *qp) PostSend(wrs []verbs.SendWR) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i := range wrs {
+		wr := &wrs[i]
+		st := q.State()
+		switch st {
+		case verbs.QPClosed:
+			return verbs.Errorf(postOp("post_send", i), verbs.ErrClosed, nil)
+		case verbs.QPInit:
+			return verbs.Errorf(postOp("post_send", i), verbs.ErrQPState, nil)
+		}
+		if err := q.validate(wr); err != nil {
+			return verbs.Errorf(postOp("post_send", i), verbs.ErrInvalidArgument, err)
+		}
+		if q.sqTail-q.sqHead == uint64(len(q.sq)) {
+			return verbs.Errorf(postOp("post_send", i), verbs.ErrNoResources, nil)
+		}
+		if st == verbs.QPError {
+			q.scq.push(verbs.WorkCompletion{ID: wr.ID, Status: verbs.StatusWorkRequestFlushed,
+				Opcode: verbs.OpcodeOf(wr.Opcode), QPNum: q.num})
+			continue
+		}
+		e := &q.sq[q.sqTail%uint64(len(q.sq))]
+		e.wr = *wr
+		e.sg = append(e.sg[:0], wr.SG...)
+		e.wr.SG = nil
+		e.total = verbs.TotalLength(wr.SG)
+		e.token = q.sqTail + 1
+		e.state, e.off, e.endPos, e.status, e.byteLen = esQueued, 0, 0, verbs.StatusSuccess, 0
+		if wr.Flags&verbs.SendInline != 0 {
+			e.inline = e.inline[:0]
+			for _, s := range wr.SG {
+				if s.Length > 0 {
+					e.inline = append(e.inline, unsafe.Slice((*byte)(addrPtr(s.Addr)), s.Length)...)
+				}
+			}
+		}
+		q.sqTail++
+	}
+	q.issue()
+	return nil
+}
+
+// addrPtr turns a user-supplied address into a pointer (inline sends only: the
+// caller guarantees the memory is live for the duration of PostSend).
+func addrPtr(a uint64) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&a)) }
+
+func (q *qp) validate(wr *verbs.SendWR) error {
+	if wr.Opcode > verbs.OpAtomicCmpSwap {
+		return fmt.Errorf("unknown opcode %d", wr.Opcode)
+	}
+	if len(wr.SG) > q.maxSGE {
+		return fmt.Errorf("%d SGEs, at most %d", len(wr.SG), q.maxSGE)
+	}
+	total := verbs.TotalLength(wr.SG)
+	if total > attr.MaxMsgSize {
+		return fmt.Errorf("message of %d bytes exceeds %d", total, attr.MaxMsgSize)
+	}
+	if wr.Flags&verbs.SendInline != 0 {
+		if total > maxInline {
+			return fmt.Errorf("inline payload of %d bytes exceeds %d", total, maxInline)
+		}
+		if wr.Opcode == verbs.OpRDMARead || wr.Opcode >= verbs.OpAtomicFetchAdd {
+			return fmt.Errorf("inline %v", wr.Opcode)
+		}
+	}
+	if wr.Opcode >= verbs.OpAtomicFetchAdd {
+		if len(wr.SG) != 1 || wr.SG[0].Length != 8 || wr.RemoteAddr%8 != 0 {
+			return fmt.Errorf("atomics need one 8-byte SGE and an 8-byte aligned remote address")
+		}
+	}
+	return nil
+}
+
+// Close destroys the queue pair; outstanding work completes flushed.
+func (q *qp) Close() error {
+	if q.State() == verbs.QPClosed {
+		return verbs.Errorf("destroy_qp", verbs.ErrClosed, nil)
+	}
+	q.destroy()
+	return nil
+}
+
+func (q *qp) destroy() {
+	q.ctx.progMu.Lock() // no progress round may be using the queue pair
+	q.mu.Lock()
+	if q.State() == verbs.QPClosed {
+		q.mu.Unlock()
+		q.ctx.progMu.Unlock()
+		return
+	}
+	q.fail(verbs.StatusWorkRequestFlushed)
+	q.state.Store(uint32(verbs.QPClosed))
+	q.ctx.removeActive(q)
+	if q.peer != nil {
+		q.peer.seg.close()
+		q.peer.ring.close()
+		q.peer.pidfd.close()
+		q.peer = nil
+		q.in = nil
+	}
+	q.outShm.close()
+	q.out = nil
+	q.mu.Unlock()
+	q.ctx.progMu.Unlock()
+	q.scq.refs.Add(-1)
+	q.rcq.refs.Add(-1)
+	q.pd.nqp.Add(-1)
+	q.ctx.mu.Lock()
+	delete(q.ctx.qps, q)
+	q.ctx.mu.Unlock()
+}
+
+// fail moves the queue pair to the error state: the oldest outstanding send gets
+// first (unless it already has an error), the rest of both queues complete flushed,
+// and the peer is told through the ring's control page. Called with q.mu held.
+func (q *qp) fail(first verbs.Status) {
+	if q.State() == verbs.QPError || q.State() == verbs.QPClosed {
+		return
+	}
+	q.state.Store(uint32(verbs.QPError))
+	if q.out != nil {
+		atomic.StoreUint32(q.out.closedWord(), 1)
+	}
+	for ; q.sqHead < q.sqTail; q.sqHead++ {
+		e := &q.sq[q.sqHead%uint64(len(q.sq))]
+		if e.state != esDone {
+			e.status, first = first, verbs.StatusWorkRequestFlushed
+		} else if e.status == verbs.StatusSuccess && e.wr.Flags&verbs.SendSignaled == 0 {
+			continue
+		}
+		q.scq.push(verbs.WorkCompletion{ID: e.wr.ID, Status: e.status, Opcode: verbs.OpcodeOf(e.wr.Opcode),
+			ByteLen: e.byteLen, QPNum: q.num})
+	}
+	q.sqIss = q.sqTail
+	q.waiting = 0
+	for ; q.rqHead < q.rqTail; q.rqHead++ {
+		e := &q.rq[q.rqHead%uint64(len(q.rq))]
+		q.rcq.push(verbs.WorkCompletion{ID: e.id, Status: verbs.StatusWorkRequestFlushed, Opcode: verbs.WCRecv, QPNum: q.num})
+	}
+	q.recvOn = false
+	q.pend = q.pend[:0]
+	if q.peer != nil {
+		wakePeer(q.peer)
+	}
+}
+
+// peerGone handles a peer that exited or closed its queue pair: work in flight
+// completes with retry exceeded, the rest flushed. Called with q.mu held.
+func (q *qp) peerGone() {
+	if q.State() != verbs.QPReady {
+		return
+	}
+	q.fail(verbs.StatusRetryExceeded)
+}
+
+// wakePeer wakes the peer's progress goroutine if it sleeps.
+func wakePeer(p *peerConn) {
+	w := p.view.sleepWord()
+	if atomic.LoadUint32(w) == 1 && atomic.CompareAndSwapUint32(w, 1, 0) {
+		futexWake(w)
+	}
+}

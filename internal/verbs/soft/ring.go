@@ -1,0 +1,192 @@
+package soft
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+	"unsafe"
+)
+
+// The ring is a single-producer single-consumer queue of messages in shared memory
+// (design.md §3a). A message is one 64-byte header slot followed by its payload in
+// the next slots. The consumer polls the sequence word inside the header slot of the
+// next position (one cache-line transfer per message, no separate head index). The
+// consumer publishes how far it has consumed in the control page (tail), which the
+// producer reads only when the ring looks full or when completing sends.
+
+const (
+	slotSize     = 64
+	ringSlots    = 4096 // 256 KiB of slots per direction
+	ringCtlSize  = 4096 // control page before the slots
+	ringFileSize = ringCtlSize + ringSlots*slotSize
+
+	// maxPayload is the largest payload of one message. Larger SENDs are fragmented;
+	// larger RDMA transfers use cross-memory attach.
+	maxPayload = 16 << 10
+
+	// control page offsets (separate cache lines)
+	ctlTail   = 0   // consumer position (written by the consumer)
+	ctlErrTok = 64  // token of a message the consumer refused (NAK), written before ctlTail
+	ctlErrSt  = 72  // its verbs.Status
+	ctlClosed = 128 // 1 once the owner (producer) closed its queue pair or failed
+	ctlWant   = 192 // 1 while the producer waits for space: the consumer wakes it
+)
+
+// header field offsets inside a slot
+const (
+	hSeq    = 0
+	hOp     = 8
+	hFlags  = 9
+	hStatus = 10
+	hLen    = 12
+	hToken  = 16
+	hRAddr  = 24
+	hRKey   = 32
+	hImm    = 36
+	hA      = 40
+	hB      = 48
+	hPD     = 56
+)
+
+// msg is a decoded message header.
+type msg struct {
+	op, flags, status uint8
+	len               uint32
+	token             uint64
+	raddr             uint64
+	rkey, imm         uint32
+	a, b              uint64
+	pd                uint32
+}
+
+// ring is one direction of a connected queue pair: a view of the control page
+// and the slots, as producer or as consumer.
+type ring struct {
+	ctl   []byte
+	slots []byte
+	tail  *uint64 // consumer position, in shared memory
+
+	// producer state (local to the producing process)
+	head       uint64
+	cachedTail uint64
+	// consumer state
+	pos uint64
+}
+
+func newRing(mem []byte) *ring {
+	return &ring{
+		ctl:   mem[:ringCtlSize],
+		slots: mem[ringCtlSize:ringFileSize],
+		tail:  (*uint64)(unsafe.Pointer(&mem[ctlTail])),
+	}
+}
+
+func (r *ring) seqWord(pos uint64) *uint64 {
+	return (*uint64)(unsafe.Pointer(&r.slots[(pos%ringSlots)*slotSize]))
+}
+
+func (r *ring) closedWord() *uint32 { return (*uint32)(unsafe.Pointer(&r.ctl[ctlClosed])) }
+func (r *ring) wantWord() *uint32   { return (*uint32)(unsafe.Pointer(&r.ctl[ctlWant])) }
+func (r *ring) errToken() *uint64   { return (*uint64)(unsafe.Pointer(&r.ctl[ctlErrTok])) }
+func (r *ring) errStatus() *uint32  { return (*uint32)(unsafe.Pointer(&r.ctl[ctlErrSt])) }
+
+// nak records, as the consumer, that the message with token failed with status. It
+// must be called before the message is consumed, so a producer that sees the tail
+// past the message also sees the NAK.
+func (r *ring) nak(token uint64, status uint8) {
+	atomic.StoreUint32(r.errStatus(), uint32(status))
+	atomic.StoreUint64(r.errToken(), token)
+}
+
+func slotsFor(payload int) uint64 { return 1 + uint64((payload+slotSize-1)/slotSize) }
+
+// space reports whether a message with payload bytes fits now.
+func (r *ring) space(payload int) bool {
+	need := slotsFor(payload)
+	if r.head+need-r.cachedTail <= ringSlots {
+		return true
+	}
+	r.cachedTail = atomic.LoadUint64(r.tail)
+	return r.head+need-r.cachedTail <= ringSlots
+}
+
+// drained reports whether the consumer has consumed everything produced.
+func (r *ring) drained() bool {
+	r.cachedTail = atomic.LoadUint64(r.tail)
+	return r.cachedTail == r.head
+}
+
+// push writes one message whose payload is gathered from parts (total bytes n).
+// The caller checked space(n). It returns the position after the message.
+func (r *ring) push(m *msg, parts [][]byte, n int) uint64 {
+	pos := r.head
+	base := (pos % ringSlots) * slotSize
+	h := r.slots[base : base+slotSize]
+	h[hOp], h[hFlags], h[hStatus] = m.op, m.flags, m.status
+	binary.LittleEndian.PutUint32(h[hLen:], uint32(n))
+	binary.LittleEndian.PutUint64(h[hToken:], m.token)
+	binary.LittleEndian.PutUint64(h[hRAddr:], m.raddr)
+	binary.LittleEndian.PutUint32(h[hRKey:], m.rkey)
+	binary.LittleEndian.PutUint32(h[hImm:], m.imm)
+	binary.LittleEndian.PutUint64(h[hA:], m.a)
+	binary.LittleEndian.PutUint64(h[hB:], m.b)
+	binary.LittleEndian.PutUint32(h[hPD:], m.pd)
+	off := ((pos + 1) % ringSlots) * slotSize
+	for _, p := range parts {
+		for len(p) > 0 {
+			c := copy(r.slots[off:], p)
+			p = p[c:]
+			off = (off + uint64(c)) % uint64(len(r.slots))
+		}
+	}
+	end := pos + slotsFor(n)
+	r.head = end
+	atomic.StoreUint64(r.seqWord(pos), pos+1) // publish
+	return end
+}
+
+// peek decodes the next message if one is published. It validates the header so a
+// corrupt peer cannot make the consumer read out of bounds.
+func (r *ring) peek(m *msg) bool {
+	pos := r.pos
+	if atomic.LoadUint64(r.seqWord(pos)) != pos+1 {
+		return false
+	}
+	base := (pos % ringSlots) * slotSize
+	h := r.slots[base : base+slotSize]
+	m.op, m.flags, m.status = h[hOp], h[hFlags], h[hStatus]
+	m.len = binary.LittleEndian.Uint32(h[hLen:])
+	m.token = binary.LittleEndian.Uint64(h[hToken:])
+	m.raddr = binary.LittleEndian.Uint64(h[hRAddr:])
+	m.rkey = binary.LittleEndian.Uint32(h[hRKey:])
+	m.imm = binary.LittleEndian.Uint32(h[hImm:])
+	m.a = binary.LittleEndian.Uint64(h[hA:])
+	m.b = binary.LittleEndian.Uint64(h[hB:])
+	m.pd = binary.LittleEndian.Uint32(h[hPD:])
+	if m.len > maxPayload {
+		m.op = opCorrupt
+	}
+	return true
+}
+
+// payload copies the payload of the peeked message, from byte off, into dst.
+func (r *ring) payload(dst []byte, off int) {
+	start := ((r.pos+1)%ringSlots)*slotSize + uint64(off)
+	start %= uint64(len(r.slots))
+	for len(dst) > 0 {
+		c := copy(dst, r.slots[start:])
+		dst = dst[c:]
+		start = 0
+	}
+}
+
+// consume releases the peeked message of payload n bytes. It clears the first word
+// of every payload slot first: any slot may later hold a header, and stale payload
+// bytes there must never look like that header's sequence number.
+func (r *ring) consume(n uint32) {
+	k := slotsFor(int(n))
+	for i := uint64(1); i < k; i++ {
+		*r.seqWord(r.pos + i) = 0
+	}
+	r.pos += k
+	atomic.StoreUint64(r.tail, r.pos)
+}

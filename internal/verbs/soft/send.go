@@ -1,0 +1,341 @@
+package soft
+
+import (
+	"errors"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/goportals/goportals/internal/verbs"
+)
+
+// Message opcodes in the ring.
+const (
+	opSend       = 1 + iota // a fragment of a SEND: a = offset, b = total length
+	opWrite                 // RDMA WRITE through the ring (payload <= maxPayload)
+	opImm                   // the immediate of an RDMA WRITE done by cross-memory attach
+	opReadReq               // RDMA READ request: b = length
+	opReadResp              // its data
+	opAtomicReq             // a = compare/add, b = swap, flags = atomFAdd or atomCSwap
+	opAtomicResp            // a = old value
+	opCorrupt    = 0xff     // set by peek for a header that fails validation
+)
+
+// Message flags.
+const (
+	flFirst = 1 << iota
+	flLast
+	flImm
+)
+
+const (
+	atomFAdd  = 0
+	atomCSwap = 1
+)
+
+// progress runs one round on the queue pair: receive what the peer sent, send
+// pending responses, issue queued work, complete what finished. The tail is read
+// before the inbound ring is drained: a NAK is recorded before the consumer moves
+// its tail, so every message below the tail read here has its NAK visible.
+func (q *qp) progress() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.State() != verbs.QPReady {
+		return 0
+	}
+	tail := atomic.LoadUint64(q.out.tail)
+	n := q.drain()
+	n += q.flushPending()
+	n += q.issue()
+	n += q.reap(tail)
+	if q.State() == verbs.QPReady && atomic.LoadUint32(q.in.closedWord()) != 0 {
+		var m msg
+		if !q.in.peek(&m) {
+			q.peerGone()
+			n++
+		}
+	}
+	return n
+}
+
+// issue issues queued entries in order while they fit. Called with q.mu held.
+func (q *qp) issue() int {
+	n := 0
+	for q.sqIss < q.sqTail && q.State() == verbs.QPReady {
+		e := &q.sq[q.sqIss%uint64(len(q.sq))]
+		if e.state == esQueued && e.wr.Flags&verbs.SendFence != 0 && q.waiting > 0 {
+			break
+		}
+		if !q.issueOne(e) {
+			break
+		}
+		q.sqIss++
+		n++
+	}
+	if n > 0 && q.peer != nil {
+		wakePeer(q.peer)
+	}
+	return n
+}
+
+// issueOne issues e, or returns false when it must wait (ring space, or the ring
+// to drain before a cross-memory transfer, which must not overtake earlier messages).
+func (q *qp) issueOne(e *sendEntry) bool {
+	switch e.wr.Opcode {
+	case verbs.OpSend, verbs.OpSendWithImm:
+		flags := uint8(0)
+		if e.wr.Opcode == verbs.OpSendWithImm {
+			flags = flImm
+		}
+		if e.state == esQueued && e.total > maxPayload {
+			if !q.gather(e, 0, e.total, 0) { // validate every SGE before the first fragment
+				return q.failEntry(e, verbs.StatusLocalProtectionError)
+			}
+			q.releaseHolds()
+		}
+		for {
+			chunk := min(e.total-e.off, maxPayload)
+			if !q.room(int(chunk)) {
+				e.state = esIssuing
+				return false
+			}
+			if !q.gather(e, e.off, chunk, 0) {
+				return q.failEntry(e, verbs.StatusLocalProtectionError)
+			}
+			f := flags
+			if e.off == 0 {
+				f |= flFirst
+			}
+			if e.off+chunk == e.total {
+				f |= flLast
+			}
+			m := msg{op: opSend, flags: f, token: e.token, a: e.off, b: e.total, imm: e.wr.Imm}
+			e.endPos = q.out.push(&m, q.parts, int(chunk))
+			q.releaseHolds()
+			e.off += chunk
+			if e.off == e.total {
+				break
+			}
+		}
+		e.state, e.byteLen = esAwaitTail, uint32(e.total)
+		return true
+
+	case verbs.OpRDMAWrite, verbs.OpRDMAWriteWithImm:
+		imm := e.wr.Opcode == verbs.OpRDMAWriteWithImm
+		if e.total <= cmaThreshold {
+			if !q.room(int(e.total)) {
+				return false
+			}
+			if !q.gather(e, 0, e.total, 0) {
+				return q.failEntry(e, verbs.StatusLocalProtectionError)
+			}
+			m := msg{op: opWrite, token: e.token, raddr: e.wr.RemoteAddr, rkey: e.wr.RKey, imm: e.wr.Imm}
+			if imm {
+				m.flags = flImm
+			}
+			e.endPos = q.out.push(&m, q.parts, int(e.total))
+			q.releaseHolds()
+			e.state, e.byteLen = esAwaitTail, uint32(e.total)
+			return true
+		}
+		if e.state == esQueued {
+			if !q.drainedOut() {
+				return false
+			}
+			if st := q.cmaTransfer(e, true); st != verbs.StatusSuccess {
+				return q.failEntry(e, st)
+			}
+			e.byteLen = uint32(e.total)
+			if !imm {
+				e.state = esDone
+				return true
+			}
+			e.state = esIssuing
+		}
+		if !q.room(0) {
+			return false
+		}
+		m := msg{op: opImm, token: e.token, imm: e.wr.Imm, b: e.total}
+		e.endPos = q.out.push(&m, nil, 0)
+		e.state = esAwaitTail
+		return true
+
+	case verbs.OpRDMARead:
+		if e.total <= cmaThreshold {
+			if !q.room(0) {
+				return false
+			}
+			if !q.gather(e, 0, e.total, verbs.AccessLocalWrite) {
+				return q.failEntry(e, verbs.StatusLocalProtectionError)
+			}
+			q.releaseHolds()
+			m := msg{op: opReadReq, token: e.token, raddr: e.wr.RemoteAddr, rkey: e.wr.RKey, b: e.total}
+			q.out.push(&m, nil, 0)
+			e.state = esAwaitResp
+			q.waiting++
+			return true
+		}
+		if !q.drainedOut() {
+			return false
+		}
+		if st := q.cmaTransfer(e, false); st != verbs.StatusSuccess {
+			return q.failEntry(e, st)
+		}
+		e.state, e.byteLen = esDone, uint32(e.total)
+		return true
+
+	default: // atomics (validated at post)
+		if !q.room(0) {
+			return false
+		}
+		if !q.gather(e, 0, 8, verbs.AccessLocalWrite) {
+			return q.failEntry(e, verbs.StatusLocalProtectionError)
+		}
+		q.releaseHolds()
+		m := msg{op: opAtomicReq, flags: atomFAdd, token: e.token, raddr: e.wr.RemoteAddr, rkey: e.wr.RKey,
+			a: e.wr.CompareAdd, b: e.wr.Swap}
+		if e.wr.Opcode == verbs.OpAtomicCmpSwap {
+			m.flags = atomCSwap
+		}
+		q.out.push(&m, nil, 0)
+		e.state = esAwaitResp
+		q.waiting++
+		return true
+	}
+}
+
+// room reports whether payload bytes fit in the outbound ring; when not, it asks
+// the consumer to wake us when it frees space, then checks once more.
+func (q *qp) room(payload int) bool {
+	if q.out.space(payload) {
+		return true
+	}
+	atomic.StoreUint32(q.out.wantWord(), 1)
+	return q.out.space(payload)
+}
+
+// drainedOut reports whether the peer consumed everything we sent.
+func (q *qp) drainedOut() bool {
+	if q.out.drained() {
+		return true
+	}
+	atomic.StoreUint32(q.out.wantWord(), 1)
+	return q.out.drained()
+}
+
+// cmaTransfer runs an RDMA WRITE (write) or READ of e by cross-memory attach, after
+// checking the rkey, bounds and rights in the peer's published MR table. The peer's
+// region is held against deregistration for the duration of the copy.
+func (q *qp) cmaTransfer(e *sendEntry, write bool) verbs.Status {
+	need, localNeed := verbs.AccessRemoteRead, verbs.AccessLocalWrite
+	if write {
+		need, localNeed = verbs.AccessRemoteWrite, 0
+	}
+	hold, ok := q.peer.view.acquire(e.wr.RKey, e.wr.RemoteAddr, e.total, need, q.peer.pd)
+	if !ok {
+		return verbs.StatusRemoteAccessError
+	}
+	defer release(hold)
+	if !q.gather(e, 0, e.total, localNeed) {
+		return verbs.StatusLocalProtectionError
+	}
+	err := cma(q.peer.pid, q.parts, e.wr.RemoteAddr, write)
+	q.releaseHolds()
+	switch {
+	case err == nil:
+		return verbs.StatusSuccess
+	case errors.Is(err, syscall.ESRCH):
+		return verbs.StatusRetryExceeded
+	default:
+		return verbs.StatusRemoteAccessError
+	}
+}
+
+// failEntry completes e with st and moves the queue pair to the error state.
+// It returns true: the entry is finished.
+func (q *qp) failEntry(e *sendEntry, st verbs.Status) bool {
+	q.releaseHolds()
+	e.state, e.status = esDone, st
+	q.fail(verbs.StatusWorkRequestFlushed)
+	return true
+}
+
+// reap completes finished entries in order. tail was read before the inbound ring
+// was drained.
+func (q *qp) reap(tail uint64) int {
+	errTok := atomic.LoadUint64(q.out.errToken())
+	n := 0
+	for q.sqHead < q.sqIss && q.State() == verbs.QPReady {
+		e := &q.sq[q.sqHead%uint64(len(q.sq))]
+		if errTok != 0 && e.token == errTok && e.state != esDone {
+			q.failEntry(e, verbs.Status(atomic.LoadUint32(q.out.errStatus())))
+			return n + 1
+		}
+		if e.state == esAwaitTail && tail >= e.endPos {
+			e.state = esDone
+		}
+		if e.state != esDone {
+			break
+		}
+		if e.status != verbs.StatusSuccess || e.wr.Flags&verbs.SendSignaled != 0 {
+			q.scq.push(verbs.WorkCompletion{ID: e.wr.ID, Status: e.status, Opcode: verbs.OpcodeOf(e.wr.Opcode),
+				ByteLen: e.byteLen, QPNum: q.num})
+		}
+		q.sqHead++
+		n++
+	}
+	return n
+}
+
+// gather sets q.parts to the local bytes [off, off+n) of e's payload, holding each
+// region (q.holds) until releaseHolds.
+func (q *qp) gather(e *sendEntry, off, n uint64, need verbs.Access) bool {
+	q.parts = q.parts[:0]
+	if e.wr.Flags&verbs.SendInline != 0 {
+		if n > 0 {
+			q.parts = append(q.parts, e.inline[off:off+n])
+		}
+		return true
+	}
+	return q.sgParts(e.sg, off, n, need)
+}
+
+// sgParts resolves bytes [off, off+n) of an SGE list into q.parts.
+func (q *qp) sgParts(sg []verbs.SGE, off, n uint64, need verbs.Access) bool {
+	q.parts = q.parts[:0]
+	for _, s := range sg {
+		if n == 0 {
+			break
+		}
+		l := uint64(s.Length)
+		if off >= l {
+			off -= l
+			continue
+		}
+		take := min(l-off, n)
+		b, hold, ok := q.ctx.local(s.LKey, s.Addr+off, take, need, q.pd.id)
+		if !ok {
+			q.releaseHolds()
+			return false
+		}
+		q.holds = append(q.holds, hold)
+		q.parts = append(q.parts, b)
+		off, n = 0, n-take
+	}
+	if n != 0 {
+		q.releaseHolds()
+		return false
+	}
+	return true
+}
+
+func (q *qp) releaseHolds() {
+	for i, h := range q.holds {
+		release(h)
+		q.holds[i] = nil
+	}
+	q.holds = q.holds[:0]
+	for i := range q.parts {
+		q.parts[i] = nil
+	}
+	q.parts = q.parts[:0]
+}
