@@ -27,6 +27,9 @@ func pollQueues(ctx context.Context, qs []*Queue) (Event, int, error) {
 		}
 	}
 	for i, q := range qs {
+		if q.busy.Load() == 0 {
+			continue
+		}
 		if ev, err := q.Get(); err != ErrEQEmpty {
 			return ev, i, err
 		}

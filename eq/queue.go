@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // MaxQueueSize bounds the slots of one event queue (size plus reserve), so a bad count
@@ -29,6 +30,10 @@ type Queue struct {
 	freed   bool
 	dropped uint64 // events overwritten since allocation
 	waiters waiterSet
+	// busy mirrors n, or is -1 once freed: Poll reads it without the lock to skip empty
+	// queues. It is written only under mu, so a zero read can be stale only by a post
+	// that Poll's locked registration pass then sees.
+	busy atomic.Int64
 }
 
 // NewQueue allocates an event queue with room for size events plus reserve slots kept
@@ -72,6 +77,7 @@ func (q *Queue) Post(ev *Event) error {
 		}
 		q.buf[i] = *ev
 		q.n++
+		q.busy.Store(int64(q.n))
 	}
 	q.waiters.wakeAll()
 	q.mu.Unlock()
@@ -103,6 +109,7 @@ func (q *Queue) getLocked() (Event, error) {
 		q.head = 0
 	}
 	q.n--
+	q.busy.Store(int64(q.n))
 	if q.gap {
 		q.gap = false
 		return ev, ErrEQDropped
@@ -131,6 +138,7 @@ func (q *Queue) Free() error {
 	q.freed = true
 	q.buf = nil
 	q.n = 0
+	q.busy.Store(-1)
 	q.waiters.wakeAll()
 	return nil
 }
