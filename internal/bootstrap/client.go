@@ -204,7 +204,7 @@ func (c *Client) call(ctx context.Context, collective bool, mk func(id uint32) [
 	case r := <-ch:
 		return r, nil
 	case <-c.done:
-		return reply1{}, c.terminal()
+		return c.lastReply(ch)
 	case <-ctx.Done():
 	}
 	if !collective {
@@ -224,11 +224,22 @@ func (c *Client) call(ctx context.Context, collective bool, mk func(id uint32) [
 		}
 		return r, nil
 	case <-c.done:
-		return reply1{}, c.terminal()
+		return c.lastReply(ch)
 	case <-t.C:
 		c.forget(id)
 		c.conn.Close()
 		return reply1{}, errors.Join(ctx.Err(), errDetail(ErrLauncherLost, "no answer to a cancel within %v", cancelGrace))
+	}
+}
+
+// lastReply returns the reply the reader delivered to ch before the connection
+// ended (the server answers finalize and abort, then closes), or the terminal error.
+func (c *Client) lastReply(ch chan reply1) (reply1, error) {
+	select {
+	case r := <-ch:
+		return r, nil
+	default:
+		return reply1{}, c.terminal()
 	}
 }
 

@@ -151,7 +151,7 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*JobResult, error) {
 	go func() { srv.Serve(serveCtx); close(served) }()
 	defer func() { stopServe(); <-served }()
 
-	j := &job{cfg: cfg, srv: srv, res: &JobResult{Ranks: make([]RankStatus, cfg.N)},
+	j := &job{cfg: cfg, srv: srv, res: &JobResult{Ranks: make([]RankStatus, cfg.N)}, suspect: -1,
 		exits: make(chan rankExit, cfg.N),
 		out:   &sharedOut{w: orDiscard(cfg.Stdout)}, errOut: &sharedOut{w: orDiscard(cfg.Stderr)}}
 	for r := range cfg.N {
@@ -183,6 +183,7 @@ type job struct {
 	running     int
 	failure     *JobError
 	tearing     bool
+	suspect     int // a lost rank not yet reaped that may be the failure's cause, or -1
 }
 
 // fail records the job's first failure and starts the teardown.
@@ -352,7 +353,24 @@ func (j *job) exited(e rankExit) {
 		return
 	}
 	j.srv.RankExited(e.rank, false)
-	if !st.Killed {
+	own := st.Signal == 0 || !st.Killed || (st.Signal != syscall.SIGTERM && st.Signal != syscall.SIGKILL)
+	switch {
+	case j.suspect == e.rank && own:
+		// The rank whose loss broke the job ended by itself: it is the cause,
+		// even though a peer that saw ErrPeerLost was reaped before it.
+		j.suspect = -1
+		j.failure = &JobError{Rank: e.rank, Err: errDetail(ErrRankFailed, "%v", st)}
+		j.res.ExitCode = st.exitStatus()
+	case j.suspect == e.rank:
+		j.suspect = -1
+	case !st.Killed && j.failure == nil && j.suspect < 0:
+		if q := j.srv.LostRank(); q >= 0 && q != e.rank && j.running > 0 && j.res.Ranks[q].Pid != 0 && j.res.Ranks[q].ExitCode == -1 && j.res.Ranks[q].Signal == 0 {
+			// This rank probably failed because rank q was lost first; wait
+			// for q's status before naming the cause.
+			j.suspect = q
+		}
+		j.fail(e.rank, st.exitStatus(), errDetail(ErrRankFailed, "%v", st))
+	case !st.Killed:
 		j.fail(e.rank, st.exitStatus(), errDetail(ErrRankFailed, "%v", st))
 	}
 }

@@ -249,4 +249,3 @@ func TestLineWriter(t *testing.T) {
 		t.Fatalf("unprefixed: %q", b.String())
 	}
 }
-

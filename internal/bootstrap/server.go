@@ -76,6 +76,7 @@ type Server struct {
 	waiting   map[int]uint32 // rank → request id of its collective call
 	failure   error          // first failure: *AbortError or an ErrPeerLost detail
 	failed    chan struct{}  // closed with the first failure
+	lost      int            // the first rank lost, or -1
 	closed    bool
 
 	wg        sync.WaitGroup // connection goroutines
@@ -100,6 +101,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		published:    make([]map[string][]byte, cfg.Size),
 		waiting:      map[int]uint32{},
 		failed:       make(chan struct{}),
+		lost:         -1,
 	}
 	for r := range cfg.Size {
 		s.pending[r] = map[string][]byte{}
@@ -167,6 +169,14 @@ func (s *Server) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.failure
+}
+
+// LostRank returns the first rank whose connection dropped without Close or
+// whose process failed, or -1.
+func (s *Server) LostRank() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lost
 }
 
 // Serve accepts and serves ranks until ctx ends or Close is called, then closes
@@ -495,6 +505,9 @@ func (s *Server) failWaitingLocked() []outMsg {
 // loseLocked marks rank lost, fails the job and every waiting collective.
 func (s *Server) loseLocked(rank int, format string, args ...any) []outMsg {
 	s.state[rank] = rsLost
+	if s.lost < 0 {
+		s.lost = rank
+	}
 	delete(s.waiting, rank)
 	if s.failure == nil {
 		s.failure = errDetail(ErrPeerLost, format, args...)
