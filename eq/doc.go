@@ -27,7 +27,7 @@
 // including concurrently with [Queue.Free] and [Counter.Free]; each object guards its
 // state with its own mutex, held only for a few field updates. Any number of producers may
 // post to one queue while consumers get, wait or poll. Blocking waits sleep on a channel
-// (no spinning) and register only while they wait; post, get, inc and set wake them.
+// (no spinning) and register only while they wait; Post, Inc, Set and Free wake them.
 //
 // Triggers run outside every lock of this package, on the goroutine whose update made them
 // ready (Inc, Set or AddTrigger), one at a time per counter. A trigger may call back into
