@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/goportals/goportals/internal/bootstrap"
+)
+
+func main() {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	code := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, sigs)
+	signal.Stop(sigs)
+	os.Exit(code)
+}
+
+// exitUsage is the status of a command-line error.
+const exitUsage = 2
+
+// run is ptlrun without the process around it: it parses args, launches the job
+// and returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+	fs := flag.NewFlagSet("ptlrun", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	np := fs.Int("np", 0, "number of ranks to start (required)")
+	fs.IntVar(np, "n", 0, "same as -np")
+	timeout := fs.Duration("timeout", 0, "tear the job down after this long (e.g. 30s, 5m); 0 means no limit")
+	grace := fs.Duration("grace", bootstrap.DefaultGrace, "time between SIGTERM and SIGKILL at teardown")
+	prefix := fs.Bool("prefix", false, `start every output line with "[rank] "`)
+	unix := fs.Bool("unix", false, "serve the bootstrap on a unix socket instead of TCP 127.0.0.1")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: ptlrun -np N [-timeout D] [-grace D] [-prefix] [-unix] prog [args...]
+
+Starts N local ranks of prog with the goportals bootstrap, like mpirun. Each rank
+inherits this environment plus PTL_RANK, PTL_SIZE, PTL_BOOTSTRAP_ADDR, PTL_JOB_KEY.
+The job is torn down (SIGTERM, then SIGKILL after -grace) when a rank fails or
+aborts, or the timeout passes; SIGINT/SIGTERM are forwarded to the ranks.
+Exit status: 0 if every rank exited 0, else the first failing rank's status
+(128+signal if killed), the Abort code, 124 on timeout, 127 if prog is not found.
+
+Options:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return exitUsage
+	}
+	if *np < 1 {
+		fmt.Fprintln(stderr, "ptlrun: -np N with N ≥ 1 is required")
+		fs.Usage()
+		return exitUsage
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintln(stderr, "ptlrun: no program given")
+		fs.Usage()
+		return exitUsage
+	}
+	if *timeout < 0 || *grace < 0 {
+		fmt.Fprintln(stderr, "ptlrun: -timeout and -grace must not be negative")
+		return exitUsage
+	}
+	cfg := bootstrap.LaunchConfig{
+		N:       *np,
+		Argv:    fs.Args(),
+		Stdout:  stdout,
+		Stderr:  stderr,
+		Prefix:  *prefix,
+		Timeout: *timeout,
+		Grace:   *grace,
+		Signals: sigs,
+	}
+	if *grace == 0 {
+		cfg.Grace = time.Nanosecond // "kill at once" rather than the default
+	}
+	if *unix {
+		cfg.Network = "unix"
+	}
+	res, err := bootstrap.Launch(ctx, cfg)
+	if res == nil {
+		fmt.Fprintf(stderr, "ptlrun: %v\n", err)
+		return 1
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ptlrun: %v (%s)\n", err, tornDown(res))
+	}
+	if res.OutputErr != nil {
+		fmt.Fprintf(stderr, "ptlrun: writing the ranks' output: %v\n", res.OutputErr)
+		if res.ExitCode == 0 {
+			return 1
+		}
+	}
+	return res.ExitCode
+}
+
+// tornDown counts the ranks the teardown killed, for the summary line.
+func tornDown(res *bootstrap.JobResult) string {
+	killed := 0
+	for _, st := range res.Ranks {
+		if st.Killed {
+			killed++
+		}
+	}
+	return fmt.Sprintf("%d of %d ranks torn down", killed, len(res.Ranks))
+}

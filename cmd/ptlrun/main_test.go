@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/goportals/goportals/internal/bootstrap"
+	"go.uber.org/goleak"
+)
+
+// helperEnv switches the test binary into a rank program started by ptlrun.
+const helperEnv = "PTLRUN_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(helperEnv); mode != "" {
+		os.Exit(helper(mode))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// helper is the rank program: it uses the bootstrap the way an application does.
+func helper(mode string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := bootstrap.Open(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "open:", err)
+		return 10
+	}
+	defer b.Close()
+	r, n := b.Rank(), b.Size()
+	switch mode {
+	case "hello":
+		if err := b.Put("name", []byte(fmt.Sprintf("r%d", r))); err != nil {
+			return 11
+		}
+		if err := b.Fence(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "fence:", err)
+			return 11
+		}
+		v, err := b.Get(ctx, (r+1)%n, "name")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "get:", err)
+			return 12
+		}
+		fmt.Printf("hello from %d of %d, next is %s\n", r, n, v)
+	case "fail":
+		if r == 1 {
+			fmt.Fprintln(os.Stderr, "rank 1 fails on purpose")
+			return 7
+		}
+		if err := b.Barrier(ctx); err != nil {
+			return 42
+		}
+	case "wait":
+		fmt.Println("ready")
+		time.Sleep(time.Minute)
+	}
+	return 0
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// self is the command line that runs this test binary as a rank helper.
+func self() []string { return []string{os.Args[0], "-test.run=^$"} }
+
+// setHelper makes the ranks (which inherit the environment) run helper mode.
+func setHelper(t *testing.T, mode string) {
+	t.Setenv(helperEnv, mode)
+	t.Setenv("GORACE", "atexit_sleep_ms=0")
+}
+
+func TestRunUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"-h"}, 0, "usage: ptlrun -np N"},
+		{[]string{"true"}, exitUsage, "-np N with N ≥ 1 is required"},
+		{[]string{"-np", "2"}, exitUsage, "no program given"},
+		{[]string{"-np", "x", "true"}, exitUsage, "invalid value"},
+		{[]string{"-np", "1", "-timeout", "-1s", "true"}, exitUsage, "must not be negative"},
+		{[]string{"-np", "2", "/nonexistent/prog"}, 127, "cannot start rank"},
+	} {
+		var out, errOut syncBuffer
+		code := run(t.Context(), tc.args, &out, &errOut, nil)
+		if code != tc.code || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("ptlrun %q: status %d, stderr %q; want %d and %q", tc.args, code, errOut.String(), tc.code, tc.want)
+		}
+	}
+}
+
+func TestRunPrefixed(t *testing.T) {
+	setHelper(t, "hello")
+	var out, errOut syncBuffer
+	code := run(t.Context(), append([]string{"-np", "3", "-prefix"}, self()...), &out, &errOut, nil)
+	if code != 0 {
+		t.Fatalf("status %d, stderr:\n%s", code, errOut.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	sort.Strings(lines)
+	want := []string{
+		"[0] hello from 0 of 3, next is r1",
+		"[1] hello from 1 of 3, next is r2",
+		"[2] hello from 2 of 3, next is r0",
+	}
+	if fmt.Sprint(lines) != fmt.Sprint(want) {
+		t.Fatalf("output %q, want %q", lines, want)
+	}
+}
+
+func TestRunFailureStatus(t *testing.T) {
+	setHelper(t, "fail")
+	var out, errOut syncBuffer
+	code := run(t.Context(), append([]string{"-np", "3", "-unix"}, self()...), &out, &errOut, nil)
+	if code != 7 {
+		t.Fatalf("status %d, want 7; stderr:\n%s", code, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "ptlrun: bootstrap: rank failed: rank 1") {
+		t.Errorf("no summary naming rank 1 in stderr:\n%s", errOut.String())
+	}
+}
+
+func TestRunTimeout(t *testing.T) {
+	setHelper(t, "wait")
+	var out, errOut syncBuffer
+	code := run(t.Context(), append([]string{"-np", "2", "-timeout", "200ms", "-grace", "100ms"}, self()...), &out, &errOut, nil)
+	if code != bootstrap.ExitTimeout || !strings.Contains(errOut.String(), "timeout after 200ms") {
+		t.Fatalf("status %d, stderr %q", code, errOut.String())
+	}
+}
+
+// buildPtlrun builds the command into a temporary directory.
+func buildPtlrun(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		if _, err := os.Stat(goTool); err != nil {
+			t.Skip("no go tool to build cmd/ptlrun with: " + err.Error())
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "ptlrun")
+	cmd := exec.Command(goTool, "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func TestEndToEnd(t *testing.T) {
+	bin := buildPtlrun(t)
+	t.Setenv("GORACE", "atexit_sleep_ms=0")
+	runBin := func(mode string, args ...string) (string, string, int) {
+		cmd := exec.Command(bin, append(args, self()...)...)
+		cmd.Env = append(os.Environ(), helperEnv+"="+mode)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatalf("run ptlrun: %v", err)
+		}
+		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+	}
+
+	out, errOut, code := runBin("hello", "-np", "4", "-prefix")
+	if code != 0 {
+		t.Fatalf("hello: status %d, stderr:\n%s", code, errOut)
+	}
+	for r := range 4 {
+		want := fmt.Sprintf("[%d] hello from %d of 4, next is r%d\n", r, r, (r+1)%4)
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	out, _, code = runBin("hello", "-np", "2")
+	if code != 0 || !strings.Contains(out, "hello from 1 of 2, next is r0\n") || strings.Contains(out, "[1]") {
+		t.Errorf("unprefixed: status %d, output %q", code, out)
+	}
+
+	_, errOut, code = runBin("fail", "-np", "3", "-prefix")
+	if code != 7 {
+		t.Errorf("fail: status %d, want 7; stderr:\n%s", code, errOut)
+	}
+	if !strings.Contains(errOut, "[1] rank 1 fails on purpose\n") || !strings.Contains(errOut, "rank 1 (pid") {
+		t.Errorf("fail: stderr lacks the prefixed line or the summary:\n%s", errOut)
+	}
+}
+
+func TestEndToEndForwardsSIGINT(t *testing.T) {
+	bin := buildPtlrun(t)
+	cmd := exec.Command(bin, append([]string{"-np", "2"}, self()...)...)
+	cmd.Env = append(os.Environ(), helperEnv+"=wait", "GORACE=atexit_sleep_ms=0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until both ranks run, then interrupt ptlrun as a terminal would.
+	buf := make([]byte, 64)
+	got := ""
+	for strings.Count(got, "ready") < 2 {
+		n, err := stdout.Read(buf)
+		if err != nil {
+			t.Fatalf("reading ranks' output: %v (got %q)", err, got)
+		}
+		got += string(buf[:n])
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	err = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGINT) {
+		t.Fatalf("status %d (%v), want %d", code, err, 128+int(syscall.SIGINT))
+	}
+}
