@@ -149,7 +149,9 @@ func (c *Context) progress() int {
 	}
 	n := 0
 	for _, q := range *c.active.Load() {
-		n += q.progress()
+		if q.hasWork() {
+			n += q.progress()
+		}
 	}
 	c.progMu.Unlock()
 	return n

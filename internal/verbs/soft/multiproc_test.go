@@ -133,7 +133,6 @@ func TestTwoProcessAccessErrors(t *testing.T) {
 	}
 }
 
-
 // TestTwoProcessPeerKilled kills the peer while a 16 MiB SEND waits for it to post a
 // receive, and while a receive waits for data: both complete with errors, no hang.
 func TestTwoProcessPeerKilled(t *testing.T) {

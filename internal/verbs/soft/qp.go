@@ -56,26 +56,28 @@ type qp struct {
 	scq, rcq *cq
 	maxSGE   int
 
-	mu      sync.Mutex
-	state   atomic.Uint32
-	outShm  *shm
-	out     *ring
-	in      *ring
-	peer    *peerConn
-	addr    verbs.Address
-	sq      []sendEntry
-	sqHead  uint64 // oldest not completed
-	sqIss   uint64 // next to issue
-	sqTail  uint64 // next free
-	waiting int    // entries awaiting a response (for SendFence)
-	rq      []recvEntry
-	rqHead  uint64
-	rqTail  uint64
-	recvOn  bool   // a fragmented SEND is being received into rq[rqHead]
-	recvOff uint64 // bytes of it received
-	pend    []pending
-	parts   [][]byte
-	holds   []*int32
+	mu       sync.Mutex
+	state    atomic.Uint32
+	outShm   *shm
+	out      *ring
+	in       *ring
+	peer     *peerConn
+	addr     verbs.Address
+	sq       []sendEntry
+	sqHead   uint64      // oldest not completed
+	sqIss    uint64      // next to issue
+	sqTail   uint64      // next free
+	waiting  int         // entries awaiting a response (for SendFence)
+	signaled int         // signaled entries not yet completed
+	busy     atomic.Bool // see updateBusy
+	rq       []recvEntry
+	rqHead   uint64
+	rqTail   uint64
+	recvOn   bool   // a fragmented SEND is being received into rq[rqHead]
+	recvOff  uint64 // bytes of it received
+	pend     []pending
+	parts    [][]byte
+	holds    []*int32
 }
 
 // pending is a response waiting for ring space.
@@ -264,9 +266,13 @@ func (q *qp) PostSend(wrs []verbs.SendWR) error {
 				}
 			}
 		}
+		if wr.Flags&verbs.SendSignaled != 0 {
+			q.signaled++
+		}
 		q.sqTail++
 	}
 	q.issue()
+	q.updateBusy()
 	return nil
 }
 
@@ -362,7 +368,8 @@ func (q *qp) fail(first verbs.Status) {
 			ByteLen: e.byteLen, QPNum: q.num})
 	}
 	q.sqIss = q.sqTail
-	q.waiting = 0
+	q.waiting, q.signaled = 0, 0
+	q.busy.Store(false)
 	for ; q.rqHead < q.rqTail; q.rqHead++ {
 		e := &q.rq[q.rqHead%uint64(len(q.rq))]
 		q.rcq.push(verbs.WorkCompletion{ID: e.id, Status: verbs.StatusWorkRequestFlushed, Opcode: verbs.WCRecv, QPNum: q.num})

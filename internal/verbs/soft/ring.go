@@ -68,8 +68,8 @@ type ring struct {
 	// producer state (local to the producing process)
 	head       uint64
 	cachedTail uint64
-	// consumer state
-	pos uint64
+	// consumer state (atomic so a lock-free idle check may read it)
+	pos atomic.Uint64
 }
 
 func newRing(mem []byte) *ring {
@@ -147,7 +147,7 @@ func (r *ring) push(m *msg, parts [][]byte, n int) uint64 {
 // peek decodes the next message if one is published. It validates the header so a
 // corrupt peer cannot make the consumer read out of bounds.
 func (r *ring) peek(m *msg) bool {
-	pos := r.pos
+	pos := r.pos.Load()
 	if atomic.LoadUint64(r.seqWord(pos)) != pos+1 {
 		return false
 	}
@@ -170,7 +170,7 @@ func (r *ring) peek(m *msg) bool {
 
 // payload copies the payload of the peeked message, from byte off, into dst.
 func (r *ring) payload(dst []byte, off int) {
-	start := ((r.pos+1)%ringSlots)*slotSize + uint64(off)
+	start := ((r.pos.Load()+1)%ringSlots)*slotSize + uint64(off)
 	start %= uint64(len(r.slots))
 	for len(dst) > 0 {
 		c := copy(dst, r.slots[start:])
@@ -184,9 +184,16 @@ func (r *ring) payload(dst []byte, off int) {
 // bytes there must never look like that header's sequence number.
 func (r *ring) consume(n uint32) {
 	k := slotsFor(int(n))
+	pos := r.pos.Load()
 	for i := uint64(1); i < k; i++ {
-		*r.seqWord(r.pos + i) = 0
+		*r.seqWord(pos + i) = 0
 	}
-	r.pos += k
-	atomic.StoreUint64(r.tail, r.pos)
+	r.pos.Store(pos + k)
+	atomic.StoreUint64(r.tail, pos+k)
+}
+
+// ready reports, without decoding, whether a message is published.
+func (r *ring) ready() bool {
+	pos := r.pos.Load()
+	return atomic.LoadUint64(r.seqWord(pos)) == pos+1
 }

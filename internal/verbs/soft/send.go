@@ -47,6 +47,7 @@ func (q *qp) progress() int {
 	n += q.flushPending()
 	n += q.issue()
 	n += q.reap(tail)
+	q.updateBusy()
 	if q.State() == verbs.QPReady && atomic.LoadUint32(q.in.closedWord()) != 0 {
 		var m msg
 		if !q.in.peek(&m) {
@@ -55,6 +56,22 @@ func (q *qp) progress() int {
 		}
 	}
 	return n
+}
+
+// hasWork is the lock-free idle check of a progress round: a message from the
+// peer, local work in progress, a NAK or a peer that went away. Called under the
+// context's progress lock, which keeps the rings mapped.
+func (q *qp) hasWork() bool {
+	return q.in.ready() || q.busy.Load() || atomic.LoadUint64(q.out.errToken()) != 0 ||
+		atomic.LoadUint32(q.in.closedWord()) != 0
+}
+
+// updateBusy records whether a progress round has local work to do: responses or
+// sends to issue, signaled or fenced work to complete, or a send queue half full of
+// unreaped entries. Called with q.mu held.
+func (q *qp) updateBusy() {
+	q.busy.Store(len(q.pend) > 0 || q.sqIss < q.sqTail || q.signaled > 0 || q.waiting > 0 ||
+		q.sqTail-q.sqHead > uint64(len(q.sq))/2)
 }
 
 // issue issues queued entries in order while they fit. Called with q.mu held.
@@ -275,6 +292,9 @@ func (q *qp) reap(tail uint64) int {
 		}
 		if e.state != esDone {
 			break
+		}
+		if e.wr.Flags&verbs.SendSignaled != 0 {
+			q.signaled--
 		}
 		if e.status != verbs.StatusSuccess || e.wr.Flags&verbs.SendSignaled != 0 {
 			q.scq.push(verbs.WorkCompletion{ID: e.wr.ID, Status: e.status, Opcode: verbs.OpcodeOf(e.wr.Opcode),
