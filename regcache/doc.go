@@ -3,5 +3,43 @@
 // them by count, bytes and RLIMIT_MEMLOCK, and drops them when driverhooks reports that
 // the pages behind a range changed.
 //
-// regcache imports driverhooks; it never imports md or portals.
+// A Cache[R] is generic over the registration type R and a Registrar[R] that makes
+// and undoes registrations (VerbsRegistrar adapts a verbs protection domain;
+// MlockRegistrar pins with mlock). Acquire returns a *Region[R] covering the memory;
+// Release ends the use. Registrations are page-granular and merged: a miss that
+// overlaps cached entries registers their union and retires them. A hit (the page's
+// lookaside slot names an entry containing the range and no invalidation is pending)
+// takes no lock and allocates nothing.
+//
+// Coherence. Every cached range is watched by the notifier (driverhooks). A lookup
+// first asks its subscription whether invalidations are pending; if so it drains them
+// under the cache lock before answering, so a lookup that starts after munmap, mremap,
+// mmap(MAP_FIXED) or madvise(DONTNEED/FREE) returned never gets the old entry. An
+// entry invalidated while in use leaves the index at once and is deregistered by its
+// last Release, never inside the notifier. Memory the notifier cannot watch (no cgo,
+// userfaultfd refused, another monitor owns it, file-backed mappings) gets an uncached
+// registration per operation: the cache never trusts unwatched memory. Each entry also
+// holds real references to the Go objects it covers, so the GC can neither free nor
+// scavenge them while cached; eviction drops the references.
+//
+// The residual window (design.md section 2): the kernel queues the UNMAP event of
+// munmap after releasing the address range, so another thread that maps new memory at
+// the same address and uses it before the event is queued could hit the old entry.
+// Go memory (held by reference) and memory the library maps itself (notified with
+// driverhooks.Invalidate before it is unmapped) are not exposed.
+//
+// Environment knobs, read by New for the Options fields left zero:
+//
+//	PTL_RCACHE_MAX_ENTRIES  maximum cached entries (default 4096)
+//	PTL_RCACHE_MAX_BYTES    maximum pinned bytes of cached entries, e.g. 512M
+//	                        (default 1G, lowered to RLIMIT_MEMLOCK unless the process
+//	                        holds CAP_IPC_LOCK)
+//	PTL_RCACHE_DISABLE      1: no caching, register and deregister per operation
+//	PTL_CHECK_PFN           1: record page frames at registration and check them on
+//	                        every hit (needs root); mismatches are counted as
+//	                        Stats.StaleHits
+//
+// A bad value makes New fail with an *EnvError (matching ErrBadEnv).
+//
+// regcache imports driverhooks and internal/verbs; it never imports md or portals.
 package regcache

@@ -1,0 +1,455 @@
+package regcache
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/goportals/goportals/driverhooks"
+)
+
+// Errors returned by the cache.
+var (
+	// ErrClosed: the cache was closed.
+	ErrClosed = errors.New("regcache: cache closed")
+	// ErrNotAcquired: Release of a region that has no holder left (a double release).
+	ErrNotAcquired = errors.New("regcache: region released more often than acquired")
+	// ErrEmpty: Acquire of an empty range.
+	ErrEmpty = errors.New("regcache: empty memory range")
+	// ErrBadEnv: an environment knob has an unusable value (see EnvError).
+	ErrBadEnv = errors.New("regcache: bad environment setting")
+	// ErrNoRegistrar: New without a registrar.
+	ErrNoRegistrar = errors.New("regcache: nil registrar")
+)
+
+// Registrar registers and deregisters memory; the cache calls it on misses, evictions
+// and invalidations. mem is always a whole number of pages.
+type Registrar[R any] interface {
+	// Register pins mem and returns its registration.
+	Register(mem []byte) (R, error)
+	// Deregister unpins a registration returned by Register.
+	Deregister(reg R) error
+}
+
+// Options configure a cache. Zero fields take the environment knobs (see the package
+// documentation) and then the defaults.
+type Options struct {
+	// MaxEntries bounds the cached entries (default DefaultMaxEntries).
+	MaxEntries int
+	// MaxBytes bounds the pinned bytes of cached entries (default DefaultMaxBytes);
+	// RLIMIT_MEMLOCK lowers it unless the process holds CAP_IPC_LOCK.
+	MaxBytes uint64
+	// Disable turns caching off: every Acquire registers, every Release deregisters.
+	Disable bool
+	// CheckPFN turns on the page-frame oracle (also on with PTL_CHECK_PFN=1): page
+	// frames are recorded at registration and compared on every hit.
+	CheckPFN bool
+	// Source is the notifier (nil: driverhooks.Default()).
+	Source driverhooks.Source
+	// OnStale, if set, is called (outside the cache lock) for each stale hit the
+	// oracle finds, with the range and the number of changed pages.
+	OnStale func(addr, length uintptr, pages int)
+}
+
+var (
+	pageSize  = driverhooks.PageSize()
+	pageShift = uint(bits.TrailingZeros64(uint64(pageSize)))
+)
+
+// Cache is an LRU pin cache of registrations of type R. It is safe for concurrent
+// use. A hit (lookaside slot, no pending invalidation) takes no lock and allocates
+// nothing. Every Acquire must be paired with exactly one Release of the returned Region.
+type Cache[R any] struct {
+	reg      Registrar[R]
+	src      driverhooks.Source
+	sub      driverhooks.Subscription
+	lim      limits
+	disabled bool
+	oracle   *driverhooks.PFNOracle
+	onStale  func(addr, length uintptr, pages int)
+	closed   atomic.Bool
+
+	mu           sync.Mutex
+	idx          *index[R]
+	lru          *lru[R]
+	victims      []*Region[R] // detached unused entries to deregister after unlocking
+	invalidateFn func(start, end uintptr)
+
+	st counters
+}
+
+// New returns a cache over reg. It fails with an *EnvError for a bad environment knob
+// and with an error matching driverhooks.ErrNotSupported when PFN checking is asked
+// for but page frames cannot be read.
+func New[R any](reg Registrar[R], opts Options) (*Cache[R], error) {
+	if reg == nil {
+		return nil, ErrNoRegistrar
+	}
+	if err := applyEnv(&opts); err != nil {
+		return nil, err
+	}
+	if opts.MaxEntries <= 0 {
+		opts.MaxEntries = DefaultMaxEntries
+	}
+	if opts.MaxBytes == 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	maxBytes, memlock := effectiveMaxBytes(opts.MaxBytes)
+	c := &Cache[R]{
+		reg:      reg,
+		src:      opts.Source,
+		lim:      limits{maxEntries: opts.MaxEntries, maxBytes: maxBytes, memlock: memlock},
+		disabled: opts.Disable,
+		onStale:  opts.OnStale,
+		idx:      newIndex[R](),
+		lru:      newLRU[R](),
+	}
+	if c.src == nil {
+		c.src = driverhooks.Default()
+	}
+	if opts.CheckPFN || driverhooks.CheckPFNEnabled() {
+		o, err := driverhooks.OpenPFNOracle()
+		if err != nil {
+			return nil, fmt.Errorf("regcache: %s=1 asked for the page-frame oracle: %w", driverhooks.CheckPFNEnv, err)
+		}
+		c.oracle = o
+	}
+	c.invalidateFn = c.invalidateLocked
+	c.sub = c.src.Subscribe()
+	return c, nil
+}
+
+// Acquire returns a registration covering mem, from the cache when an entry contains
+// it, otherwise a new page-granular registration merged with the entries it overlaps.
+// Memory the notifier cannot watch (and everything when the cache is disabled or its
+// limits cannot be met) gets an uncached per-operation registration instead.
+func (c *Cache[R]) Acquire(mem []byte) (*Region[R], error) {
+	if len(mem) == 0 {
+		return nil, ErrEmpty
+	}
+	addr := uintptr(unsafe.Pointer(unsafe.SliceData(mem)))
+	end := addr + uintptr(len(mem))
+	if !c.closed.Load() && !c.sub.Pending() {
+		if e := c.idx.fast(addr, end); e != nil && e.tryRef() {
+			if c.oracle == nil || c.verify(e, addr, end) {
+				c.st.hits.Add(1)
+				return e, nil
+			}
+		}
+	}
+	return c.acquireSlow(mem, addr, end)
+}
+
+func (c *Cache[R]) acquireSlow(mem []byte, addr, end uintptr) (*Region[R], error) {
+	if c.disabled {
+		return c.uncached(mem, addr, end)
+	}
+	for attempt := 0; attempt < 4; attempt++ {
+		c.mu.Lock()
+		if c.closed.Load() {
+			c.mu.Unlock()
+			return nil, ErrClosed
+		}
+		c.syncLocked()
+		if e := c.idx.find(addr, end); e != nil && e.tryRef() {
+			c.idx.remember(addr, e)
+			c.unlock()
+			if c.oracle != nil && !c.verify(e, addr, end) {
+				continue
+			}
+			c.st.hits.Add(1)
+			return e, nil
+		}
+		e, err, retry := c.insertLocked(mem, addr, end)
+		c.unlock()
+		if retry {
+			continue
+		}
+		return e, err
+	}
+	// The range kept changing while we registered it: do not cache it.
+	return c.uncached(mem, addr, end)
+}
+
+// unlock releases the lock and deregisters the entries evicted or invalidated under it.
+func (c *Cache[R]) unlock() {
+	v := c.victims
+	c.victims = nil
+	c.mu.Unlock()
+	for _, e := range v {
+		c.finalize(e, false)
+	}
+}
+
+// syncLocked applies the invalidations reported since the last drain.
+func (c *Cache[R]) syncLocked() {
+	if !c.sub.Pending() {
+		return
+	}
+	if all := c.sub.Drain(c.invalidateFn); all {
+		c.flushLocked(true)
+	}
+}
+
+// invalidateLocked drops every entry overlapping [start, end).
+func (c *Cache[R]) invalidateLocked(start, end uintptr) {
+	for _, e := range c.idx.overlapping(start, end) {
+		c.dropLocked(e, true)
+		c.st.invalidations.Add(1)
+	}
+}
+
+// flushLocked drops every entry.
+func (c *Cache[R]) flushLocked(stale bool) {
+	for _, e := range c.idx.all() {
+		c.dropLocked(e, stale)
+		if stale {
+			c.st.invalidations.Add(1)
+		}
+	}
+}
+
+// dropLocked takes e out of the index, the LRU and the notifier; an unused e is
+// deregistered after unlocking, an e in use on its last Release.
+func (c *Cache[R]) dropLocked(e *Region[R], stale bool) {
+	c.idx.remove(e)
+	c.lru.remove(e)
+	_ = c.src.Unwatch(e.start, e.end-e.start)
+	if e.detach(stale) {
+		c.victims = append(c.victims, e)
+	}
+}
+
+// insertLocked registers a new entry for [addr, end), merged with the entries it
+// overlaps. retry reports that the range changed while it was being registered.
+func (c *Cache[R]) insertLocked(mem []byte, addr, end uintptr) (e *Region[R], err error, retry bool) {
+	start, pend := addr&^(pageSize-1), (end+pageSize-1)&^(pageSize-1)
+	base := pageStart(mem, addr-start)
+
+	// Make room first, then merge with what overlaps.
+	freed := uint64(0)
+	for c.lim.over(c.idx.len(), uint64(c.st.pinned.Load())-freed, uint64(pend-start)) {
+		v := c.lru.victim()
+		if v == nil {
+			break
+		}
+		c.idx.remove(v)
+		_ = c.src.Unwatch(v.start, v.end-v.start)
+		c.victims = append(c.victims, v)
+		c.st.evictions.Add(1)
+		freed += uint64(v.end - v.start)
+	}
+	ov := c.idx.overlapping(start, pend)
+	mstart, mend := start, pend
+	for _, o := range ov {
+		if o.start < mstart {
+			mstart, base = o.start, o.base
+		}
+		mend = max(mend, o.end)
+	}
+	size := mend - mstart
+	if c.lim.over(c.idx.len()-len(ov), uint64(c.st.pinned.Load())-freed, uint64(size)) {
+		e, err := c.uncachedLocked(mem, addr, end)
+		return e, err, false
+	}
+	if err := c.src.Watch(mstart, size); err != nil {
+		if errors.Is(err, driverhooks.ErrNotSupported) {
+			e, err := c.uncachedLocked(mem, addr, end)
+			return e, err, false
+		}
+		return nil, fmt.Errorf("regcache: acquire [%#x,%#x): %w", addr, end, err), false
+	}
+	e = &Region[R]{start: mstart, end: mend, base: base, cached: true}
+	e.objs = append(e.objs, unsafe.Pointer(unsafe.SliceData(mem)))
+	for _, o := range ov {
+		e.objs = append(e.objs, o.objs...)
+		c.idx.remove(o)
+		c.lru.remove(o)
+		if o.detach(false) {
+			c.victims = append(c.victims, o)
+		}
+		c.st.merges.Add(1)
+	}
+	reg, err := c.reg.Register(unsafe.Slice((*byte)(base), size))
+	if err != nil {
+		_ = c.src.Unwatch(mstart, size)
+		return nil, fmt.Errorf("regcache: register [%#x,%#x): %w", mstart, mend, err), false
+	}
+	e.reg = reg
+	c.st.pinned.Add(int64(size))
+	if c.oracle != nil {
+		if e.pfn, err = c.oracle.Snapshot(mstart, size); err != nil {
+			c.finalize(e, false)
+			_ = c.src.Unwatch(mstart, size)
+			return nil, err, false
+		}
+	}
+	e.ref.Store(1)
+	c.idx.insert(e)
+	c.idx.remember(addr, e)
+	c.st.misses.Add(1)
+	// Events that arrived while we registered may concern the new entry.
+	c.syncLocked()
+	if e.ref.Load()&refDetached != 0 {
+		c.st.misses.Add(^uint64(0))
+		c.victims = append(c.victims, e) // we hold its only reference
+		return nil, nil, true
+	}
+	return e, nil, false
+}
+
+// uncached registers [addr, end) for one operation.
+func (c *Cache[R]) uncached(mem []byte, addr, end uintptr) (*Region[R], error) {
+	start, pend := addr&^(pageSize-1), (end+pageSize-1)&^(pageSize-1)
+	reg, err := c.reg.Register(unsafe.Slice((*byte)(pageStart(mem, addr-start)), pend-start))
+	if err != nil {
+		return nil, fmt.Errorf("regcache: register [%#x,%#x): %w", start, pend, err)
+	}
+	e := &Region[R]{start: start, end: pend, reg: reg, objs: []unsafe.Pointer{unsafe.Pointer(unsafe.SliceData(mem))}}
+	e.ref.Store(1)
+	c.st.fallbacks.Add(1)
+	return e, nil
+}
+
+func (c *Cache[R]) uncachedLocked(mem []byte, addr, end uintptr) (*Region[R], error) {
+	return c.uncached(mem, addr, end)
+}
+
+// pageStart returns the address off bytes before mem's first byte: the start of its
+// first page. For Go memory that pointer may fall on a neighbouring object of the same
+// span, which the checkptr instrumentation of -race would reject, hence nocheckptr.
+//
+//go:nocheckptr
+func pageStart(mem []byte, off uintptr) unsafe.Pointer {
+	return unsafe.Add(unsafe.Pointer(unsafe.SliceData(mem)), -int(off))
+}
+
+// verify checks a hit against the page-frame oracle; on a mismatch it counts a stale
+// hit, drops the entry and its reference, and returns false.
+func (c *Cache[R]) verify(e *Region[R], addr, end uintptr) bool {
+	bad, err := c.oracle.Verify(e.start, e.pfn, addr, end-addr)
+	if err == nil && bad == 0 {
+		return true
+	}
+	if bad > 0 {
+		c.st.staleHits.Add(1)
+		if c.onStale != nil {
+			c.onStale(addr, end-addr, bad)
+		}
+	}
+	c.mu.Lock()
+	if got := c.idx.find(e.start, e.end); got == e {
+		c.dropLocked(e, true)
+		c.st.invalidations.Add(1)
+	}
+	c.unlock()
+	_ = c.Release(e)
+	return false
+}
+
+// Release ends one Acquire. The last release of an entry invalidated or evicted
+// meanwhile deregisters it; an uncached region is deregistered at once.
+func (c *Cache[R]) Release(e *Region[R]) error {
+	if e == nil {
+		return ErrNotAcquired
+	}
+	if !e.cached {
+		if !e.ref.CompareAndSwap(1, refDetached) {
+			return ErrNotAcquired
+		}
+		return c.finalize(e, false)
+	}
+	v, ok := e.unref()
+	if !ok {
+		return ErrNotAcquired
+	}
+	if v&refCount != 0 {
+		return nil
+	}
+	if v&refDetached != 0 {
+		return c.finalize(e, v&refStale != 0)
+	}
+	if e.inLRU.Load() == 1 {
+		if e.touched.Load() == 0 {
+			e.touched.Store(1)
+		}
+		return nil
+	}
+	c.mu.Lock()
+	if e.ref.Load() == 0 {
+		c.lru.add(e)
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// finalize deregisters e, which nobody holds any more.
+func (c *Cache[R]) finalize(e *Region[R], staleInUse bool) error {
+	if staleInUse {
+		c.st.staleInUse.Add(1)
+	}
+	err := c.reg.Deregister(e.reg)
+	if e.cached {
+		c.st.pinned.Add(-int64(e.end - e.start))
+	}
+	e.objs = nil
+	e.base = nil
+	if err != nil {
+		return fmt.Errorf("regcache: deregister [%#x,%#x): %w", e.start, e.end, err)
+	}
+	return nil
+}
+
+// Invalidate drops the cached entries overlapping [addr, addr+length) of this cache
+// only (driverhooks.Invalidate reaches every cache).
+func (c *Cache[R]) Invalidate(addr, length uintptr) {
+	if length == 0 {
+		return
+	}
+	c.mu.Lock()
+	c.invalidateLocked(addr, addr+length)
+	c.unlock()
+}
+
+// Flush drops every cached entry; entries in use are deregistered on release.
+func (c *Cache[R]) Flush() {
+	c.mu.Lock()
+	c.flushLocked(false)
+	c.unlock()
+}
+
+// Stats returns the counters.
+func (c *Cache[R]) Stats() Stats {
+	s := c.st.snapshot()
+	c.mu.Lock()
+	s.Entries = c.idx.len()
+	c.mu.Unlock()
+	return s
+}
+
+// Limits returns the effective bounds: entries, pinned bytes, and the RLIMIT_MEMLOCK
+// value that lowered the byte bound (0 if none applies).
+func (c *Cache[R]) Limits() (maxEntries int, maxBytes, memlock uint64) {
+	return c.lim.maxEntries, c.lim.maxBytes, c.lim.memlock
+}
+
+// Close drops every entry and stops the subscription. Regions still held stay valid
+// until their Release, which deregisters them. Acquire then fails with ErrClosed.
+func (c *Cache[R]) Close() error {
+	c.mu.Lock()
+	if c.closed.Load() {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed.Store(true)
+	c.flushLocked(false)
+	c.sub.Close()
+	c.unlock()
+	if c.oracle != nil {
+		return c.oracle.Close()
+	}
+	return nil
+}
