@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -151,7 +152,7 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*JobResult, error) {
 	go func() { srv.Serve(serveCtx); close(served) }()
 	defer func() { stopServe(); <-served }()
 
-	j := &job{cfg: cfg, srv: srv, res: &JobResult{Ranks: make([]RankStatus, cfg.N)}, suspect: -1,
+	j := &job{cfg: cfg, srv: srv, res: &JobResult{Ranks: make([]RankStatus, cfg.N)}, suspects: map[int]bool{},
 		exits: make(chan rankExit, cfg.N),
 		out:   &sharedOut{w: orDiscard(cfg.Stdout)}, errOut: &sharedOut{w: orDiscard(cfg.Stderr)}}
 	for r := range cfg.N {
@@ -183,19 +184,23 @@ type job struct {
 	running     int
 	failure     *JobError
 	tearing     bool
-	suspect     int // a lost rank not yet reaped that may be the failure's cause, or -1
+	failureIdx  int          // failing rank's place in the server's departed list, or -1
+	suspects    map[int]bool // departed ranks not yet reaped that may be the failure's cause
 }
 
 // fail records the job's first failure and starts the teardown.
 func (j *job) fail(rank, code int, err error) {
 	if j.failure == nil {
 		j.failure = &JobError{Rank: rank, Err: err}
+		j.failureIdx = -1
 		j.res.ExitCode = code
 	}
 	j.teardown(syscall.SIGTERM)
 }
 
-// teardown signals every running rank's process group.
+// teardown signals every running rank's process group, except suspects (ranks
+// that left the bootstrap before the failure): they are the likely cause and
+// exit by themselves; they get SIGKILL with the others after the grace period.
 func (j *job) teardown(sig syscall.Signal) {
 	j.tearing = true
 	j.signalAll(sig)
@@ -203,6 +208,9 @@ func (j *job) teardown(sig syscall.Signal) {
 
 func (j *job) signalAll(sig syscall.Signal) {
 	for r, c := range j.cmds {
+		if j.tearing && sig == syscall.SIGTERM && j.suspects[r] {
+			continue // a rank that already left gets the grace period to exit by itself
+		}
 		if c != nil && j.res.Ranks[r].Pid != 0 && j.res.Ranks[r].ExitCode == -1 && j.res.Ranks[r].Signal == 0 {
 			if j.tearing {
 				j.res.Ranks[r].Killed = true
@@ -349,28 +357,36 @@ func (j *job) exited(e rankExit) {
 	st.ExitCode, st.Signal = exitOf(e.ps)
 	if st.Success() {
 		st.Killed = false
+		delete(j.suspects, e.rank)
 		j.srv.RankExited(e.rank, true)
 		return
 	}
 	j.srv.RankExited(e.rank, false)
-	own := st.Signal == 0 || !st.Killed || (st.Signal != syscall.SIGTERM && st.Signal != syscall.SIGKILL)
-	switch {
-	case j.suspect == e.rank && own:
-		// The rank whose loss broke the job ended by itself: it is the cause,
-		// even though a peer that saw ErrPeerLost was reaped before it.
-		j.suspect = -1
-		j.failure = &JobError{Rank: e.rank, Err: errDetail(ErrRankFailed, "%v", st)}
-		j.res.ExitCode = st.exitStatus()
-	case j.suspect == e.rank:
-		j.suspect = -1
-	case !st.Killed && j.failure == nil && j.suspect < 0:
-		if q := j.srv.LostRank(); q >= 0 && q != e.rank && j.running > 0 && j.res.Ranks[q].Pid != 0 && j.res.Ranks[q].ExitCode == -1 && j.res.Ranks[q].Signal == 0 {
-			// This rank probably failed because rank q was lost first; wait
-			// for q's status before naming the cause.
-			j.suspect = q
+	delete(j.suspects, e.rank)
+	if st.Killed && (st.Signal == syscall.SIGTERM || st.Signal == syscall.SIGKILL) {
+		return // ended by the teardown, not a failure of its own
+	}
+	// A rank often fails only because an earlier one left or died (its
+	// collectives see ErrPeerLost), and may be reaped before that one. So the
+	// failure is named after the rank that left the bootstrap first among those
+	// that failed by themselves; RankExited above listed this rank if needed.
+	departed := j.srv.Departed()
+	idx := slices.Index(departed, e.rank)
+	if j.failure != nil && (j.failureIdx < 0 || idx >= j.failureIdx) {
+		return
+	}
+	first := j.failure == nil
+	j.failure = &JobError{Rank: e.rank, Err: errDetail(ErrRankFailed, "%v", st)}
+	j.failureIdx = idx
+	j.res.ExitCode = st.exitStatus()
+	if first {
+		// Ranks that left before this one are the likely cause: spare them the
+		// SIGTERM so they can exit with their own status within the grace period.
+		for _, q := range departed[:max(idx, 0)] {
+			if j.res.Ranks[q].Pid != 0 && j.res.Ranks[q].ExitCode == -1 && j.res.Ranks[q].Signal == 0 {
+				j.suspects[q] = true
+			}
 		}
-		j.fail(e.rank, st.exitStatus(), errDetail(ErrRankFailed, "%v", st))
-	case !st.Killed:
-		j.fail(e.rank, st.exitStatus(), errDetail(ErrRankFailed, "%v", st))
+		j.teardown(syscall.SIGTERM)
 	}
 }

@@ -76,7 +76,7 @@ type Server struct {
 	waiting   map[int]uint32 // rank → request id of its collective call
 	failure   error          // first failure: *AbortError or an ErrPeerLost detail
 	failed    chan struct{}  // closed with the first failure
-	lost      int            // the first rank lost, or -1
+	departed  []int          // ranks that left or were lost, in that order
 	closed    bool
 
 	wg        sync.WaitGroup // connection goroutines
@@ -101,7 +101,6 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		published:    make([]map[string][]byte, cfg.Size),
 		waiting:      map[int]uint32{},
 		failed:       make(chan struct{}),
-		lost:         -1,
 	}
 	for r := range cfg.Size {
 		s.pending[r] = map[string][]byte{}
@@ -171,12 +170,12 @@ func (s *Server) Err() error {
 	return s.failure
 }
 
-// LostRank returns the first rank whose connection dropped without Close or
-// whose process failed, or -1.
-func (s *Server) LostRank() int {
+// Departed returns the ranks that have left the job (Close, Abort, or exit 0
+// without connecting) or were lost, in the order they went.
+func (s *Server) Departed() []int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.lost
+	return append([]int(nil), s.departed...)
 }
 
 // Serve accepts and serves ranks until ctx ends or Close is called, then closes
@@ -413,6 +412,7 @@ func (s *Server) handleLocked(sc *serverConn, op uint8, id uint32, p *parser) (o
 			close(s.failed)
 		}
 		out = s.failWaitingLocked()
+		s.departed = append(s.departed, r)
 		s.state[r] = rsLeft
 		return append(out, reply(sc, id, stOK, "")), false
 	case opFinalize:
@@ -504,10 +504,10 @@ func (s *Server) failWaitingLocked() []outMsg {
 
 // loseLocked marks rank lost, fails the job and every waiting collective.
 func (s *Server) loseLocked(rank int, format string, args ...any) []outMsg {
-	s.state[rank] = rsLost
-	if s.lost < 0 {
-		s.lost = rank
+	if s.state[rank] != rsLeft {
+		s.departed = append(s.departed, rank)
 	}
+	s.state[rank] = rsLost
 	delete(s.waiting, rank)
 	if s.failure == nil {
 		s.failure = errDetail(ErrPeerLost, format, args...)
@@ -519,6 +519,9 @@ func (s *Server) loseLocked(rank int, format string, args ...any) []outMsg {
 // leaveLocked marks rank as cleanly gone; the open collective can no longer
 // complete, so its waiters fail with ErrPeerLost.
 func (s *Server) leaveLocked(rank int) []outMsg {
+	if s.state[rank] != rsLeft && s.state[rank] != rsLost {
+		s.departed = append(s.departed, rank)
+	}
 	s.state[rank] = rsLeft
 	delete(s.waiting, rank)
 	var out []outMsg
