@@ -46,18 +46,45 @@ const (
 
 const nilIdx int32 = -1
 
-// entry is the table's record of one entry, kept in an arena and linked by index.
+// criteria are what decides whether an entry accepts a message, laid out together.
+type criteria struct {
+	matchBits  uint64
+	ignoreBits uint64
+	length     uint64
+	matchID    ProcessID
+	options    Options
+}
+
+func criteriaOf(e *Entry) criteria {
+	return criteria{matchBits: e.MatchBits, ignoreBits: e.IgnoreBits, length: e.Length, matchID: e.MatchID, options: e.Options}
+}
+
+// entry is the table's record of one entry, kept in an arena and linked by index. Its
+// layout is deliberate: the first 64 bytes hold everything a match scan reads (criteria,
+// local offset, sequence number, uid, next link); the rest is read only by the entry that
+// wins. Entries are 128 bytes, so in a large (page-aligned) arena each entry is one
+// aligned pair of cache lines.
 type entry struct {
-	spec    Entry
-	offset  uint64 // local offset (ManageLocal)
-	seq     uint64 // link order, strictly increasing within a table
-	pending int32  // unexpected headers whose data is in this entry's buffer
-	prev    int32  // neighbours in the entry's chain (hash bin or ordered list)
-	next    int32
-	gen     uint32
-	state   uint8
-	list    List
-	hashed  bool // chained in a hash bin (exact match bits) rather than the ordered list
+	criteria          // 40 bytes
+	offset   uint64   // local offset (ManageLocal)
+	seq      uint64   // link order, strictly increasing within a table
+	uid      UID      // access control
+	next     int32    // next in the entry's chain (hash bin or ordered list)
+	userPtr  uint64   // second cache line
+	minFree  uint64   //
+	bin      *chain   // the hash bin chaining the entry, nil when in the ordered list
+	gen      uint32   // handle generation of the slot
+	pending  int32    // unexpected headers whose data is in this entry's buffer
+	prev     int32    // previous in the entry's chain
+	state    uint8    //
+	list     List     //
+	_        [26]byte // pad to 128 bytes
+}
+
+// spec rebuilds the Entry the entry was appended with.
+func (e *entry) spec() Entry {
+	return Entry{Length: e.length, UID: e.uid, Options: e.options, MatchID: e.matchID,
+		MatchBits: e.matchBits, IgnoreBits: e.ignoreBits, MinFree: e.minFree, UserPtr: e.userPtr}
 }
 
 // arena holds entries with a free list; slots are reused, so steady-state appends do not

@@ -34,11 +34,21 @@ func newChain() chain { return chain{head: nilIdx, tail: nilIdx} }
 // table, are chained in the ordered list. Both chains are in link order, and every entry
 // has a sequence number that grows with link order, so the first entry in list order that
 // accepts a message is the accepting entry with the smallest sequence number.
+//
+// A bin that empties stays in the map, so that a use-once entry re-posted with the same
+// match bits (the common MPI pattern) costs no map insertion; empty bins are swept once
+// they outnumber both a floor and the list's hashed entries, which bounds the memory a
+// stream of distinct match bits can hold.
 type matchList struct {
-	bins map[uint64]*chain
-	wild chain
-	n    int
+	bins   map[uint64]*chain
+	wild   chain
+	n      int // linked entries
+	hashed int // linked entries in bins
+	empty  int // bins in the map with no entry
 }
+
+// sweepFloor is the number of empty bins always tolerated before a sweep.
+const sweepFloor = 256
 
 func newMatchList() matchList {
 	return matchList{bins: make(map[uint64]*chain), wild: newChain()}
@@ -80,37 +90,54 @@ func (t *Table) link(i int32) {
 	e.state = stateLinked
 	l := &t.lists[e.list]
 	l.n++
-	if t.cfg.Matching && e.spec.IgnoreBits == 0 {
-		e.hashed = true
-		b := l.bins[e.spec.MatchBits]
-		if b == nil {
-			b = t.newBin()
-			l.bins[e.spec.MatchBits] = b
-		}
-		t.pushBack(b, i)
+	if !t.cfg.Matching || e.ignoreBits != 0 {
+		e.bin = nil
+		t.pushBack(&l.wild, i)
 		return
 	}
-	e.hashed = false
-	t.pushBack(&l.wild, i)
+	b := l.bins[e.matchBits]
+	if b == nil {
+		b = t.newBin()
+		l.bins[e.matchBits] = b
+	} else if b.head == nilIdx {
+		l.empty--
+	}
+	l.hashed++
+	e.bin = b
+	t.pushBack(b, i)
 }
 
-// unlinkEntry takes a linked entry i out of its list. An empty hash bin is dropped so that
-// a stream of distinct match bits does not grow the table without bound.
+// unlinkEntry takes a linked entry i out of its list.
 func (t *Table) unlinkEntry(i int32) {
 	e := &t.ar.e[i]
 	l := &t.lists[e.list]
 	l.n--
-	if e.hashed {
-		key := e.spec.MatchBits
-		b := l.bins[key]
-		t.remove(b, i)
-		if b.head == nilIdx {
-			delete(l.bins, key)
-			t.binPool = append(t.binPool, b)
-		}
+	b := e.bin
+	if b == nil {
+		t.remove(&l.wild, i)
 		return
 	}
-	t.remove(&l.wild, i)
+	e.bin = nil
+	l.hashed--
+	t.remove(b, i)
+	if b.head == nilIdx {
+		l.empty++
+		if l.empty > sweepFloor && l.empty > l.hashed {
+			t.sweep(l)
+		}
+	}
+}
+
+// sweep drops the empty bins of l. Its cost is amortized over the unlinks that emptied
+// them.
+func (t *Table) sweep(l *matchList) {
+	for k, b := range l.bins {
+		if b.head == nilIdx {
+			delete(l.bins, k)
+			t.binPool = append(t.binPool, b)
+		}
+	}
+	l.empty = 0
 }
 
 // newBin returns an empty hash bin, reusing a dropped one when possible.

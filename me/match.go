@@ -69,22 +69,22 @@ type MatchResult struct {
 	HeaderKept bool
 }
 
-// accepts reports whether an entry with the given spec and local offset accepts the
-// message h: source, match bits, and the no-truncate fit. Permissions are checked after
-// the accepting entry is found.
-func (t *Table) accepts(spec *Entry, offset uint64, h *Header) bool {
-	if (h.MatchBits^spec.MatchBits)&^spec.IgnoreBits != 0 {
+// accepts reports whether an entry with criteria c and local offset accepts the message
+// h: source, match bits, and the no-truncate fit. Permissions are checked after the
+// accepting entry is found.
+func (t *Table) accepts(c *criteria, offset uint64, h *Header) bool {
+	if (h.MatchBits^c.matchBits)&^c.ignoreBits != 0 {
 		return false
 	}
-	if !acceptsSource(t.cfg.Addressing, spec.MatchID, h.Initiator) {
+	if !acceptsSource(t.cfg.Addressing, c.matchID, h.Initiator) {
 		return false
 	}
-	if spec.Options&NoTruncate != 0 {
+	if c.options&NoTruncate != 0 {
 		off := h.RemoteOffset
-		if spec.Options&ManageLocal != 0 {
+		if c.options&ManageLocal != 0 {
 			off = offset
 		}
-		if off > spec.Length || h.Length > spec.Length-off {
+		if off > c.length || h.Length > c.length-off {
 			return false
 		}
 	}
@@ -101,7 +101,7 @@ func (t *Table) find(l *matchList, h *Header) int32 {
 	if b := l.bins[h.MatchBits]; b != nil {
 		for i := b.head; i != nilIdx; {
 			e := &t.ar.e[i]
-			if t.accepts(&e.spec, e.offset, h) {
+			if t.accepts(&e.criteria, e.offset, h) {
 				best, bestSeq = i, e.seq
 				break
 			}
@@ -113,7 +113,7 @@ func (t *Table) find(l *matchList, h *Header) int32 {
 		if best != nilIdx && e.seq > bestSeq {
 			break
 		}
-		if t.accepts(&e.spec, e.offset, h) {
+		if t.accepts(&e.criteria, e.offset, h) {
 			return i
 		}
 		i = e.next
@@ -154,12 +154,12 @@ func (t *Table) Match(h *Header, out []Event) (MatchResult, []Event) {
 		}
 	}
 	e := &t.ar.e[i]
-	opts := e.spec.Options
+	opts := e.options
 	res := MatchResult{
-		Outcome: permitted(&e.spec, h),
+		Outcome: permitted(e.uid, opts, h),
 		List:    l,
 		Handle:  makeHandle(i, e.gen),
-		UserPtr: e.spec.UserPtr,
+		UserPtr: e.userPtr,
 	}
 	if res.Outcome != OutcomeMatched {
 		return res, out
@@ -185,8 +185,8 @@ func (t *Table) Match(h *Header, out []Event) (MatchResult, []Event) {
 		off = e.offset
 	}
 	var mlen uint64
-	if off <= e.spec.Length {
-		mlen = min(h.Length, e.spec.Length-off)
+	if off <= e.length {
+		mlen = min(h.Length, e.length-off)
 	}
 	if limit := t.limit(h.Op); limit != 0 && mlen > limit {
 		mlen = limit
@@ -197,33 +197,30 @@ func (t *Table) Match(h *Header, out []Event) (MatchResult, []Event) {
 		e.offset += mlen
 	}
 	unlink := opts&UseOnce != 0 ||
-		(opts&ManageLocal != 0 && e.spec.MinFree != 0 && e.spec.Length-e.offset < e.spec.MinFree)
+		(opts&ManageLocal != 0 && e.minFree != 0 && e.length-e.offset < e.minFree)
 	if unlink {
 		res.Unlinked = true
-		out = append(out, Event{
-			Kind:    EventAutoUnlink,
-			List:    l,
-			Post:    opts&EventUnlinkDisable == 0,
-			Handle:  res.Handle,
-			UserPtr: res.UserPtr,
-		})
+		out = append(out, Event{})
+		ev := &out[len(out)-1]
+		ev.Kind = EventAutoUnlink
+		ev.List = l
+		ev.Post = opts&EventUnlinkDisable == 0
+		ev.Handle = res.Handle
+		ev.UserPtr = res.UserPtr
 	}
-	ev := Event{
-		Kind:        commEvent(h.Op),
-		List:        l,
-		Post:        opts&(EventCommDisable|EventSuccessDisable) == 0,
-		Handle:      res.Handle,
-		UserPtr:     res.UserPtr,
-		DataHandle:  res.Handle,
-		DataUserPtr: res.UserPtr,
-		LocalOffset: off,
-		MLength:     mlen,
-		Header:      *h,
-	}
+	out = append(out, Event{})
+	ev := &out[len(out)-1]
+	ev.Kind = commEvent(h.Op)
+	ev.List = l
+	ev.Post = opts&(EventCommDisable|EventSuccessDisable) == 0
+	ev.Handle, ev.DataHandle = res.Handle, res.Handle
+	ev.UserPtr, ev.DataUserPtr = res.UserPtr, res.UserPtr
+	ev.LocalOffset = off
+	ev.MLength = mlen
+	ev.Header = *h
 	if opts&EventCTComm != 0 {
 		ev.CT, ev.CTInc = true, ctAmount(opts, mlen)
 	}
-	out = append(out, ev)
 	if keep {
 		t.addUnexpected(h, i, off, mlen)
 		res.HeaderKept = true

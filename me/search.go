@@ -48,11 +48,12 @@ func (t *Table) Search(e Entry, op SearchOp, out []Event) ([]Event, error) {
 	if err := t.checkEntry(&e); err != nil {
 		return out, err
 	}
+	c := criteriaOf(&e)
 	found := false
 	for j := t.ux.head; j != nilIdx; {
 		r := &t.ux.r[j]
 		next := r.next
-		if t.claims(&e, r) && (op == SearchOnly || permitted(&e, &r.hdr) == OutcomeMatched) {
+		if t.claims(&c, r) && (op == SearchOnly || permitted(e.UID, e.Options, &r.hdr) == OutcomeMatched) {
 			found = true
 			if op == SearchOnly {
 				ev := t.overflowEventFor(EventSearch, j, &e, 0)

@@ -120,15 +120,18 @@ func (t *Table) Append(e Entry, l List, out []Event) (Handle, []Event, error) {
 	}
 	i := t.ar.alloc()
 	n := &t.ar.e[i]
-	n.spec = e
+	n.criteria = criteriaOf(&e)
+	n.uid, n.userPtr, n.minFree = e.UID, e.UserPtr, e.MinFree
+	n.offset, n.pending, n.bin = 0, 0, nil
 	n.list = l
 	n.prev, n.next = nilIdx, nilIdx
 	h := makeHandle(i, n.gen)
 	if l == ListPriority {
+		c := criteriaOf(&e)
 		for j := t.ux.head; j != nilIdx; {
 			r := &t.ux.r[j]
 			next := r.next
-			if t.claims(&e, r) {
+			if t.claims(&c, r) {
 				ev := t.overflowEventFor(overflowEvent(r.hdr.Op), j, &e, h)
 				ev.Post = e.Options&EventOverDisable == 0
 				if e.Options&EventCTOverflow != 0 {
@@ -152,13 +155,13 @@ func (t *Table) Append(e Entry, l List, out []Event) (Handle, []Event, error) {
 		}
 	}
 	t.link(i)
-	out = append(out, Event{
-		Kind:    EventLink,
-		List:    l,
-		Post:    e.Options&EventLinkDisable == 0,
-		Handle:  h,
-		UserPtr: e.UserPtr,
-	})
+	out = append(out, Event{})
+	ev := &out[len(out)-1]
+	ev.Kind = EventLink
+	ev.List = l
+	ev.Post = e.Options&EventLinkDisable == 0
+	ev.Handle = h
+	ev.UserPtr = e.UserPtr
 	return h, out, nil
 }
 
@@ -206,7 +209,7 @@ func (t *Table) State(h Handle) (EntryState, error) {
 	}
 	e := &t.ar.e[i]
 	return EntryState{
-		Entry:          e.spec,
+		Entry:          e.spec(),
 		List:           e.list,
 		Linked:         e.state == stateLinked,
 		LocalOffset:    e.offset,

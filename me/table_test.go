@@ -3,6 +3,7 @@ package me
 import (
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 func TestNewTableErrors(t *testing.T) {
@@ -178,4 +179,15 @@ func TestTablesIndependent(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
+}
+
+// TestEntryLayout pins the arena record to two cache lines, with the scan fields first.
+func TestEntryLayout(t *testing.T) {
+	var e entry
+	if s := unsafe.Sizeof(e); s != 128 {
+		t.Fatalf("entry is %d bytes, want 128", s)
+	}
+	if o := unsafe.Offsetof(e.next); o >= 64 {
+		t.Fatalf("entry.next at offset %d, want within the first cache line", o)
+	}
 }

@@ -89,9 +89,9 @@ func (t *Table) autoFree(i int32, out []Event) []Event {
 	out = append(out, Event{
 		Kind:    EventAutoFree,
 		List:    ListOverflow,
-		Post:    e.spec.Options&EventUnlinkDisable == 0,
+		Post:    e.options&EventUnlinkDisable == 0,
 		Handle:  makeHandle(i, e.gen),
-		UserPtr: e.spec.UserPtr,
+		UserPtr: e.userPtr,
 	})
 	t.ar.release(i)
 	return out
@@ -108,7 +108,7 @@ func (t *Table) overflowEventFor(kind EventKind, j int32, spec *Entry, h Handle)
 		Handle:      h,
 		UserPtr:     spec.UserPtr,
 		DataHandle:  makeHandle(r.data, d.gen),
-		DataUserPtr: d.spec.UserPtr,
+		DataUserPtr: d.userPtr,
 		LocalOffset: r.offset,
 		MLength:     r.mlength,
 		Header:      r.hdr,
@@ -118,20 +118,20 @@ func (t *Table) overflowEventFor(kind EventKind, j int32, spec *Entry, h Handle)
 // claims reports whether the entry spec (not yet linked, local offset zero) would match
 // the unexpected header r: the same criteria as an incoming message, against the
 // entry's initial state. A list entry claims every header.
-func (t *Table) claims(spec *Entry, r *uhdr) bool {
+func (t *Table) claims(c *criteria, r *uhdr) bool {
 	if !t.cfg.Matching {
 		return true
 	}
-	return t.accepts(spec, 0, &r.hdr)
+	return t.accepts(c, 0, &r.hdr)
 }
 
 // permitted reports whether a message may use an entry: the uid check and the operation
 // check of the Portals permission rules.
-func permitted(spec *Entry, h *Header) Outcome {
-	if spec.UID != UIDAny && spec.UID != h.UID {
+func permitted(uid UID, opts Options, h *Header) Outcome {
+	if uid != UIDAny && uid != h.UID {
 		return OutcomePermViolation
 	}
-	if spec.Options&h.Op.needs() != h.Op.needs() {
+	if opts&h.Op.needs() != h.Op.needs() {
 		return OutcomeOpViolation
 	}
 	return OutcomeMatched
@@ -148,7 +148,7 @@ func (t *Table) Unexpected(out []UnexpectedHeader) []UnexpectedHeader {
 		out = append(out, UnexpectedHeader{
 			Header:      r.hdr,
 			DataHandle:  makeHandle(r.data, d.gen),
-			DataUserPtr: d.spec.UserPtr,
+			DataUserPtr: d.userPtr,
 			LocalOffset: r.offset,
 			MLength:     r.mlength,
 		})
