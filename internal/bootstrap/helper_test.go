@@ -62,6 +62,16 @@ func runHelper(mode string) int {
 		if err := b.Barrier(ctx); err != nil {
 			return collectiveFailed(err)
 		}
+	case "fail-after-close":
+		// The failing rank leaves the bootstrap cleanly first (as a deferred
+		// Close would), so the others see ErrPeerLost and may be reaped first.
+		if r == 1 {
+			b.Close()
+			return 3
+		}
+		if err := b.Barrier(ctx); err != nil {
+			return collectiveFailed(err)
+		}
 	case "abort":
 		if r == n-1 {
 			b.Abort(5, "helper gives up")

@@ -50,6 +50,8 @@ func TestLaunchKV(t *testing.T) {
 		t.Run(network, func(t *testing.T) {
 			cfg, out, errOut := helperConfig(4, "kv")
 			cfg.Network = network
+			// Stale bootstrap variables in the given environment are replaced.
+			cfg.Env = append(cfg.Env, EnvRank+"=99", EnvJobKey+"=stale")
 			res, err := Launch(t.Context(), cfg)
 			if err != nil {
 				t.Fatalf("Launch: %v\nstderr:\n%s", err, errOut)
@@ -92,6 +94,17 @@ func TestLaunchRankFailureTearsDown(t *testing.T) {
 		// The others were blocked in Barrier: they saw ErrPeerLost or were killed.
 		if !(st.ExitCode == exitPeerLost || st.Signal == syscall.SIGTERM || st.Signal == syscall.SIGKILL) {
 			t.Errorf("rank %d ended %v, want ErrPeerLost exit or teardown signal", st.Rank, st)
+		}
+	}
+}
+
+func TestLaunchNamesTheRankThatLeftFirst(t *testing.T) {
+	for range 3 {
+		cfg, _, errOut := helperConfig(4, "fail-after-close")
+		res, err := Launch(t.Context(), cfg)
+		var je *JobError
+		if !errors.As(err, &je) || je.Rank != 1 || res.ExitCode != 3 {
+			t.Fatalf("Launch: %v, exit %d; want rank 1 with status 3\nstderr:\n%s", err, res.ExitCode, errOut)
 		}
 	}
 }
