@@ -1,0 +1,266 @@
+//go:build linux && cgo
+
+package regcache
+
+import (
+	"errors"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/goportals/goportals/driverhooks"
+	"golang.org/x/sys/unix"
+)
+
+// newRealCache returns a cache over a private userfaultfd monitor and reg, with the
+// page-frame oracle on when it can be (root).
+func newRealCache[R any](t testing.TB, reg Registrar[R], o Options) (*Cache[R], *driverhooks.Monitor) {
+	t.Helper()
+	m, err := driverhooks.Open()
+	if errors.Is(err, driverhooks.ErrNotSupported) {
+		t.Skip("userfaultfd unavailable: " + err.Error())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Source = driverhooks.NewNotifier(m)
+	if os.Geteuid() == 0 {
+		o.CheckPFN = true
+	}
+	c, err := New[R](reg, o)
+	if err != nil {
+		m.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		if s := c.Stats(); s.StaleHits != 0 {
+			t.Errorf("%d stale hits", s.StaleHits)
+		}
+		m.Close()
+	})
+	return c, m
+}
+
+func mmapAt(t testing.TB, at unsafe.Pointer, n int, flags int) []byte {
+	t.Helper()
+	r, err := unix.MmapPtr(-1, 0, at, uintptr(n)*pageSize, unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|flags)
+	if err != nil {
+		t.Fatalf("mmap: %v", err)
+	}
+	if at != nil && r != at {
+		t.Fatalf("mmap at %p gave %p", at, r)
+	}
+	b := unsafe.Slice((*byte)(r), n*int(pageSize))
+	for i := range b {
+		b[i] = byte(i >> 12)
+	}
+	return b
+}
+
+func munmapRange(t testing.TB, at unsafe.Pointer, n int) {
+	t.Helper()
+	if err := unix.MunmapPtr(at, uintptr(n)*pageSize); err != nil {
+		t.Fatalf("munmap: %v", err)
+	}
+}
+
+func ptr(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }
+
+// acquireMiss acquires b and checks that it was a miss (the change was seen).
+func acquireMiss[R any](t *testing.T, c *Cache[R], b []byte, old *Region[R]) {
+	t.Helper()
+	before := c.Stats()
+	r, err := c.Acquire(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release(r)
+	if r == old || c.Stats().Misses != before.Misses+1 {
+		t.Fatal("acquire after the change hit the old entry")
+	}
+	if !r.Cached() {
+		t.Fatal("watched anonymous memory was not cached")
+	}
+}
+
+// The registrar records without pinning: mlock would make madvise(DONTNEED/FREE) fail
+// with EINVAL, while a NIC's long-term pin does not stop it.
+func TestMonitorInvalidates(t *testing.T) {
+	const n = 8
+	p := int(pageSize)
+	cases := []struct {
+		name string
+		// change alters the pages of b and returns memory at the old address to acquire.
+		change func(t *testing.T, b []byte) []byte
+	}{
+		{"munmap", func(t *testing.T, b []byte) []byte {
+			a := ptr(b)
+			munmapRange(t, a, n)
+			return mmapAt(t, a, n, unix.MAP_FIXED_NOREPLACE)
+		}},
+		{"partial-munmap", func(t *testing.T, b []byte) []byte {
+			munmapRange(t, ptr(b[2*p:]), 2)
+			return b[:p]
+		}},
+		{"madv-dontneed", func(t *testing.T, b []byte) []byte {
+			if err := unix.Madvise(b[p:3*p], unix.MADV_DONTNEED); err != nil {
+				t.Fatal(err)
+			}
+			return b[p : 2*p]
+		}},
+		{"madv-free", func(t *testing.T, b []byte) []byte {
+			if err := unix.Madvise(b, unix.MADV_FREE); err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}},
+		{"mremap", func(t *testing.T, b []byte) []byte {
+			a := ptr(b)
+			dst := mmapAt(t, nil, n, 0) // a free destination
+			r, err := unix.MremapPtr(a, uintptr(len(b)), ptr(dst), uintptr(len(b)),
+				unix.MREMAP_MAYMOVE|unix.MREMAP_FIXED)
+			if err != nil || r != ptr(dst) {
+				t.Fatalf("mremap: %v", err)
+			}
+			t.Cleanup(func() { munmapRange(t, r, n) })
+			return mmapAt(t, a, n, unix.MAP_FIXED_NOREPLACE)
+		}},
+		{"mmap-fixed", func(t *testing.T, b []byte) []byte {
+			return mmapAt(t, ptr(b[p:]), 2, unix.MAP_FIXED)[:p]
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := newRealCache[fakeReg](t, newFakeRegistrar(), Options{})
+			b := mmapAt(t, nil, n, 0)
+			defer munmapRange(t, ptr(b), n)
+			r, err := c.Acquire(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Cached() {
+				t.Fatal("anonymous memory was not cached")
+			}
+			c.Release(r)
+			after := tc.change(t, b)
+			acquireMiss(t, c, after, r)
+			if s := c.Stats(); s.Invalidations == 0 {
+				t.Fatalf("no invalidation counted: %+v", s)
+			}
+		})
+	}
+}
+
+func TestRemapSameAddressMisses(t *testing.T) {
+	c, _ := newRealCache[Pin](t, MlockRegistrar{}, Options{})
+	b := mmapAt(t, nil, 4, 0)
+	a := ptr(b)
+	r, err := c.Acquire(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Release(r)
+	for i := 0; i < 20; i++ {
+		munmapRange(t, a, 4)
+		b = mmapAt(t, a, 4, unix.MAP_FIXED_NOREPLACE)
+		acquireMiss(t, c, b, r)
+	}
+	munmapRange(t, a, 4)
+}
+
+func TestInUseInvalidatedByMadvise(t *testing.T) {
+	c, _ := newRealCache[fakeReg](t, newFakeRegistrar(), Options{})
+	b := mmapAt(t, nil, 4, 0)
+	a := ptr(b)
+	r, err := c.Acquire(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Madvise(b, unix.MADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	acquireMiss(t, c, b, r)
+	if err := c.Release(r); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Stats(); s.StaleInUse != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+	munmapRange(t, a, 4)
+}
+
+func TestFileBackedFallsBack(t *testing.T) {
+	c, _ := newRealCache[Pin](t, MlockRegistrar{}, Options{})
+	f, err := os.CreateTemp(t.TempDir(), "fb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.Truncate(int64(pageSize))
+	fm, err := unix.Mmap(int(f.Fd()), 0, int(pageSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(fm)
+	r, err := c.Acquire(fm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Cached() {
+		t.Fatal("file-backed memory was cached without a watch")
+	}
+	c.Release(r)
+	if c.Stats().Fallbacks != 1 {
+		t.Fatal("fallback not counted")
+	}
+}
+
+// GOMAXPROCS=1 with FreeOSMemory while Go memory is cached and watched must not
+// deadlock (design.md section 2). The watchdog is a generous bound, not a measurement.
+func TestNoDeadlockFreeOSMemory(t *testing.T) {
+	c, m := newRealCache[Pin](t, MlockRegistrar{}, Options{MaxEntries: 64})
+	n := driverhooks.NewNotifier(m)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < 300; i++ {
+			buf := make([]byte, 256<<10)
+			buf[i] = 1
+			r, err := c.Acquire(buf[4096 : 200<<10])
+			if err != nil {
+				done <- err
+				return
+			}
+			c.Release(r)
+			if i%4 == 0 {
+				c.Flush() // drop references so the scavenger may release the pages
+			}
+			// Watch a garbage buffer too, as another user of the monitor would: the
+			// scavenger's madvise of it must wait for the reader.
+			junk := make([]byte, 1<<20)
+			junk[0] = 1
+			ja := (uintptr(unsafe.Pointer(&junk[0])) + pageSize - 1) &^ (pageSize - 1)
+			_ = n.Watch(ja, 128*pageSize)
+			runtime.KeepAlive(junk)
+			junk = nil
+			debug.FreeOSMemory()
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatal("watchdog: 300 rounds of FreeOSMemory did not finish in 3 minutes (deadlock)")
+	}
+	if s := m.Stats(); s.Events == 0 {
+		t.Fatalf("no userfaultfd event: the scavenger path was not exercised (%+v)", s)
+	}
+}
