@@ -219,12 +219,14 @@ func (c *Context) run() {
 
 // checkPeers fails the queue pairs whose peer process has exited.
 func (c *Context) checkPeers() {
+	c.progMu.Lock()
+	defer c.progMu.Unlock()
 	for _, q := range *c.active.Load() {
+		q.mu.Lock()
 		if q.peer != nil && q.peer.pidfd.exited() {
-			q.mu.Lock()
 			q.peerGone()
-			q.mu.Unlock()
 		}
+		q.mu.Unlock()
 	}
 }
 

@@ -101,7 +101,7 @@ const deregWait = 2 * time.Second
 // Dereg revokes the keys, waits for accesses in flight, and unpins.
 func (m *mr) Dereg() error {
 	if !m.dead.CompareAndSwap(false, true) {
-		return verbs.Errorf("dereg_mr", verbs.ErrInvalidArgument, nil)
+		return verbs.Errorf("dereg_mr", verbs.ErrClosed, nil)
 	}
 	c := m.ctx
 	idx := m.key & mrIdxMask

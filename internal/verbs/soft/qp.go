@@ -70,6 +70,7 @@ type qp struct {
 	waiting  int         // entries awaiting a response (for SendFence)
 	signaled int         // signaled entries not yet completed
 	busy     atomic.Bool // see updateBusy
+	refused  bool        // the message being handled was NAKed
 	rq       []recvEntry
 	rqHead   uint64
 	rqTail   uint64
@@ -227,10 +228,18 @@ func postOp(op string, i int) string {
 	return fmt.Sprintf("%s (work request %d)", op, i)
 }
 
-// PostSend queues send work requests and issues what fits at once.
+// PostSend queues send work requests and issues what fits at once. On an error the
+// requests before the failing one stay posted.
 func (q *qp) PostSend(wrs []verbs.SendWR) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	err := q.postSend(wrs)
+	q.issue()
+	q.updateBusy()
+	return err
+}
+
+func (q *qp) postSend(wrs []verbs.SendWR) error {
 	for i := range wrs {
 		wr := &wrs[i]
 		st := q.State()
@@ -271,8 +280,6 @@ func (q *qp) PostSend(wrs []verbs.SendWR) error {
 		}
 		q.sqTail++
 	}
-	q.issue()
-	q.updateBusy()
 	return nil
 }
 
@@ -300,8 +307,8 @@ func (q *qp) validate(wr *verbs.SendWR) error {
 		}
 	}
 	if wr.Opcode >= verbs.OpAtomicFetchAdd {
-		if len(wr.SG) != 1 || wr.SG[0].Length != 8 || wr.RemoteAddr%8 != 0 {
-			return fmt.Errorf("atomics need one 8-byte SGE and an 8-byte aligned remote address")
+		if len(wr.SG) != 1 || wr.SG[0].Length != 8 {
+			return fmt.Errorf("atomics need one 8-byte SGE")
 		}
 	}
 	return nil

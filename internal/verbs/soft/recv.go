@@ -20,6 +20,12 @@ func (q *qp) drain() int {
 		}
 		q.in.consume(m.len)
 		n++
+		if q.refused {
+			// The NAK and the tail past the refused message are visible to the peer
+			// before it sees our queue pair fail.
+			q.refused = false
+			q.fail(verbs.StatusWorkRequestFlushed)
+		}
 	}
 	if n > 0 {
 		if w := q.in.wantWord(); atomic.LoadUint32(w) != 0 {
@@ -30,11 +36,11 @@ func (q *qp) drain() int {
 	return n
 }
 
-// refuse NAKs the peer's message and fails the queue pair: after an error neither
-// side of a reliable connection goes on.
+// refuse NAKs the peer's message; drain then consumes it and fails the queue pair:
+// after an error neither side of a reliable connection goes on.
 func (q *qp) refuse(m *msg, st verbs.Status) bool {
 	q.in.nak(m.token, uint8(st))
-	q.fail(verbs.StatusWorkRequestFlushed)
+	q.refused = true
 	return true
 }
 

@@ -140,6 +140,7 @@ func (r *ring) push(m *msg, parts [][]byte, n int) uint64 {
 	}
 	end := pos + slotsFor(n)
 	r.head = end
+	raceRelease()
 	atomic.StoreUint64(r.seqWord(pos), pos+1) // publish
 	return end
 }
@@ -151,6 +152,7 @@ func (r *ring) peek(m *msg) bool {
 	if atomic.LoadUint64(r.seqWord(pos)) != pos+1 {
 		return false
 	}
+	raceAcquire()
 	base := (pos % ringSlots) * slotSize
 	h := r.slots[base : base+slotSize]
 	m.op, m.flags, m.status = h[hOp], h[hFlags], h[hStatus]
@@ -189,6 +191,7 @@ func (r *ring) consume(n uint32) {
 		*r.seqWord(pos + i) = 0
 	}
 	r.pos.Store(pos + k)
+	raceRelease()
 	atomic.StoreUint64(r.tail, pos+k)
 }
 

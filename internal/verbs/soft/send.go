@@ -43,17 +43,19 @@ func (q *qp) progress() int {
 		return 0
 	}
 	tail := atomic.LoadUint64(q.out.tail)
+	raceAcquire()
 	n := q.drain()
 	n += q.flushPending()
 	n += q.issue()
 	n += q.reap(tail)
 	q.updateBusy()
-	if q.State() == verbs.QPReady && atomic.LoadUint32(q.in.closedWord()) != 0 {
-		var m msg
-		if !q.in.peek(&m) {
-			q.peerGone()
-			n++
-		}
+	if q.State() == verbs.QPReady && atomic.LoadUint32(q.in.closedWord()) != 0 && !q.in.ready() {
+		// The peer failed or closed. It recorded any NAK and moved its tail before
+		// it said so: complete what it answered, then fail the rest.
+		raceAcquire()
+		q.reap(atomic.LoadUint64(q.out.tail))
+		q.peerGone()
+		n++
 	}
 	return n
 }
