@@ -3,6 +3,7 @@ package bootstrap
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -49,7 +50,7 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, network, address)
 	if err != nil {
-		return nil, opErr("dial", cfg.Rank, "", errors.Join(ErrLauncherLost, err))
+		return nil, opErr("dial", cfg.Rank, "", wrapErr(ErrLauncherLost, err))
 	}
 	// The handshake runs synchronously; ctx ending interrupts it through the deadline.
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
@@ -74,14 +75,14 @@ func handshake(conn net.Conn, cfg ClientConfig) error {
 	conn.SetDeadline(time.Now().Add(writeTimeout))
 	hello := newFrame(opHello, 0).u32(uint32(cfg.Rank)).u32(uint32(cfg.Size)).str(cfg.JobKey).bytes()
 	if _, err := conn.Write(hello); err != nil {
-		return errors.Join(ErrLauncherLost, err)
+		return wrapErr(ErrLauncherLost, err)
 	}
 	op, _, payload, err := readFrame(conn)
 	if err != nil {
 		if errors.Is(err, ErrProtocol) {
 			return err
 		}
-		return errors.Join(ErrLauncherLost, err)
+		return wrapErr(ErrLauncherLost, err)
 	}
 	if op != opReply {
 		return errDetail(ErrProtocol, "hello answered by op %d", op)
@@ -130,7 +131,7 @@ func (c *Client) read() {
 	c.mu.Lock()
 	if c.err == nil {
 		if !errors.Is(err, ErrProtocol) {
-			err = errors.Join(ErrLauncherLost, err)
+			err = wrapErr(ErrLauncherLost, err)
 		}
 		c.err = err
 	}
@@ -152,7 +153,7 @@ func (c *Client) write(b []byte) error {
 	c.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
 	if _, err := c.conn.Write(b); err != nil {
 		c.conn.Close() // the reader then records the loss
-		return errors.Join(ErrLauncherLost, err)
+		return wrapErr(ErrLauncherLost, err)
 	}
 	return nil
 }
@@ -228,7 +229,7 @@ func (c *Client) call(ctx context.Context, collective bool, mk func(id uint32) [
 	case <-t.C:
 		c.forget(id)
 		c.conn.Close()
-		return reply1{}, errors.Join(ctx.Err(), errDetail(ErrLauncherLost, "no answer to a cancel within %v", cancelGrace))
+		return reply1{}, wrapErr(ErrLauncherLost, fmt.Errorf("no answer to a cancel within %v: %w", cancelGrace, ctx.Err()))
 	}
 }
 

@@ -85,6 +85,21 @@ func errDetail(kind error, format string, args ...any) error {
 	return &detail{kind: kind, msg: fmt.Sprintf(format, args...)}
 }
 
+// wrapped joins a sentinel and a cause so that errors.Is matches both, printed
+// on one line as "kind: cause".
+type wrapped struct{ kind, cause error }
+
+func (w *wrapped) Error() string   { return w.kind.Error() + ": " + w.cause.Error() }
+func (w *wrapped) Unwrap() []error { return []error{w.kind, w.cause} }
+
+// wrapErr returns an error matching kind and cause (kind alone if cause is nil).
+func wrapErr(kind, cause error) error {
+	if cause == nil {
+		return kind
+	}
+	return &wrapped{kind: kind, cause: cause}
+}
+
 // opErr wraps err (nil stays nil) into an *OpError unless it already is one.
 func opErr(op string, rank int, key string, err error) error {
 	if err == nil {

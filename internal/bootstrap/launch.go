@@ -129,7 +129,12 @@ type rankExit struct {
 // down (SIGTERM to every rank's process group, SIGKILL after cfg.Grace) at the
 // first failure — a rank exiting non-zero or by a signal, an Abort, the timeout,
 // or ctx ending — and the error is a *JobError saying which. The result is
-// always returned, with every rank's status.
+// returned whenever the job was started, with every rank's status.
+//
+// When ranks fail one after another because one of them left the bootstrap
+// (its peers' collectives fail with ErrPeerLost), the failure is named after
+// the rank that left first, even if a peer was reaped before it; such a rank is
+// not sent SIGTERM but given the grace period to exit with its own status.
 func Launch(ctx context.Context, cfg LaunchConfig) (*JobResult, error) {
 	if err := launchSupported(); err != nil {
 		return nil, opErr("launch", -1, "", err)
