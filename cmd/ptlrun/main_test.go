@@ -120,6 +120,7 @@ func TestRunUsage(t *testing.T) {
 }
 
 func TestRunPrefixed(t *testing.T) {
+	requireLinux(t)
 	setHelper(t, "hello")
 	var out, errOut syncBuffer
 	code := run(t.Context(), append([]string{"-np", "3", "-prefix"}, self()...), &out, &errOut, nil)
@@ -139,6 +140,7 @@ func TestRunPrefixed(t *testing.T) {
 }
 
 func TestRunFailureStatus(t *testing.T) {
+	requireLinux(t)
 	setHelper(t, "fail")
 	var out, errOut syncBuffer
 	code := run(t.Context(), append([]string{"-np", "3", "-unix"}, self()...), &out, &errOut, nil)
@@ -151,6 +153,7 @@ func TestRunFailureStatus(t *testing.T) {
 }
 
 func TestRunTimeout(t *testing.T) {
+	requireLinux(t)
 	setHelper(t, "wait")
 	var out, errOut syncBuffer
 	code := run(t.Context(), append([]string{"-np", "2", "-timeout", "200ms", "-grace", "100ms"}, self()...), &out, &errOut, nil)
@@ -178,6 +181,7 @@ func buildPtlrun(t *testing.T) string {
 }
 
 func TestEndToEnd(t *testing.T) {
+	requireLinux(t)
 	bin := buildPtlrun(t)
 	t.Setenv("GORACE", "atexit_sleep_ms=0")
 	runBin := func(mode string, args ...string) (string, string, int) {
@@ -219,6 +223,7 @@ func TestEndToEnd(t *testing.T) {
 }
 
 func TestEndToEndForwardsSIGINT(t *testing.T) {
+	requireLinux(t)
 	bin := buildPtlrun(t)
 	cmd := exec.Command(bin, append([]string{"-np", "2"}, self()...)...)
 	cmd.Env = append(os.Environ(), helperEnv+"=wait", "GORACE=atexit_sleep_ms=0")
@@ -243,5 +248,13 @@ func TestEndToEndForwardsSIGINT(t *testing.T) {
 	err = cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGINT) {
 		t.Fatalf("status %d (%v), want %d", code, err, 128+int(syscall.SIGINT))
+	}
+}
+
+// requireLinux skips tests that start ranks: the launcher needs Linux process groups.
+func requireLinux(t *testing.T) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("ptlrun launches ranks only on Linux (process groups), not on " + runtime.GOOS)
 	}
 }

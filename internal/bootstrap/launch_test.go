@@ -46,6 +46,7 @@ func helperConfig(n int, mode string) (LaunchConfig, *syncBuffer, *syncBuffer) {
 }
 
 func TestLaunchKV(t *testing.T) {
+	requireLaunch(t)
 	for _, network := range []string{"tcp", "unix"} {
 		t.Run(network, func(t *testing.T) {
 			cfg, out, errOut := helperConfig(4, "kv")
@@ -75,6 +76,7 @@ func TestLaunchKV(t *testing.T) {
 }
 
 func TestLaunchRankFailureTearsDown(t *testing.T) {
+	requireLaunch(t)
 	cfg, _, errOut := helperConfig(4, "fail")
 	res, err := Launch(t.Context(), cfg)
 	var je *JobError
@@ -99,6 +101,7 @@ func TestLaunchRankFailureTearsDown(t *testing.T) {
 }
 
 func TestLaunchNamesTheRankThatLeftFirst(t *testing.T) {
+	requireLaunch(t)
 	for range 3 {
 		cfg, _, errOut := helperConfig(4, "fail-after-close")
 		res, err := Launch(t.Context(), cfg)
@@ -110,6 +113,7 @@ func TestLaunchNamesTheRankThatLeftFirst(t *testing.T) {
 }
 
 func TestLaunchAbort(t *testing.T) {
+	requireLaunch(t)
 	cfg, _, errOut := helperConfig(3, "abort")
 	res, err := Launch(t.Context(), cfg)
 	var ae *AbortError
@@ -125,6 +129,7 @@ func TestLaunchAbort(t *testing.T) {
 }
 
 func TestLaunchTimeoutKillsHangingJob(t *testing.T) {
+	requireLaunch(t)
 	cfg, out, _ := helperConfig(2, "hang")
 	cfg.Timeout = 300 * time.Millisecond
 	cfg.Grace = 200 * time.Millisecond
@@ -146,6 +151,7 @@ func TestLaunchTimeoutKillsHangingJob(t *testing.T) {
 }
 
 func TestLaunchContextCancel(t *testing.T) {
+	requireLaunch(t)
 	cfg, _, _ := helperConfig(2, "hang")
 	cfg.Grace = 100 * time.Millisecond
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
@@ -160,6 +166,7 @@ func TestLaunchContextCancel(t *testing.T) {
 }
 
 func TestLaunchForwardsSignals(t *testing.T) {
+	requireLaunch(t)
 	cfg, _, _ := helperConfig(2, "signal")
 	sigs := make(chan os.Signal, 1)
 	cfg.Signals = sigs
@@ -178,6 +185,7 @@ func TestLaunchForwardsSignals(t *testing.T) {
 }
 
 func TestLaunchPrefixedOutput(t *testing.T) {
+	requireLaunch(t)
 	cfg, out, errOut := helperConfig(3, "print")
 	cfg.Prefix = true
 	if _, err := Launch(t.Context(), cfg); err != nil {
@@ -221,6 +229,7 @@ func TestLaunchPrefixedOutput(t *testing.T) {
 }
 
 func TestLaunchBadProgram(t *testing.T) {
+	requireLaunch(t)
 	res, err := Launch(t.Context(), LaunchConfig{N: 2, Argv: []string{"/nonexistent/prog"}})
 	if !errors.Is(err, ErrStart) || res.ExitCode != ExitNotFound {
 		t.Fatalf("Launch: %v, exit %v", err, res)
@@ -260,5 +269,13 @@ func TestLineWriter(t *testing.T) {
 	p.flush()
 	if b.String() != "a\nb" {
 		t.Fatalf("unprefixed: %q", b.String())
+	}
+}
+
+// requireLaunch skips a test that starts processes where Launch cannot run.
+func requireLaunch(t *testing.T) {
+	t.Helper()
+	if err := launchSupported(); err != nil {
+		t.Skip("Launch is not available on this platform: " + err.Error())
 	}
 }
