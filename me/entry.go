@@ -72,13 +72,13 @@ type entry struct {
 	next     int32    // next in the entry's chain (hash bin or ordered list)
 	userPtr  uint64   // second cache line
 	minFree  uint64   //
-	bin      *chain   // the hash bin chaining the entry, nil when in the ordered list
 	gen      uint32   // handle generation of the slot
+	bin      int32    // index of the hash bin chaining the entry, nilIdx in the ordered list
 	pending  int32    // unexpected headers whose data is in this entry's buffer
 	prev     int32    // previous in the entry's chain
 	state    uint8    //
 	list     List     //
-	_        [26]byte // pad to 128 bytes
+	_        [30]byte // pad to 128 bytes
 }
 
 // spec rebuilds the Entry the entry was appended with.
@@ -110,7 +110,7 @@ func (a *arena) alloc() int32 {
 
 func (a *arena) release(i int32) {
 	e := &a.e[i]
-	*e = entry{gen: e.gen + 1, prev: nilIdx, next: nilIdx}
+	*e = entry{gen: e.gen + 1, prev: nilIdx, next: nilIdx, bin: nilIdx}
 	a.free = append(a.free, i)
 	a.live--
 }

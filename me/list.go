@@ -40,7 +40,7 @@ func newChain() chain { return chain{head: nilIdx, tail: nilIdx} }
 // they outnumber both a floor and the list's hashed entries, which bounds the memory a
 // stream of distinct match bits can hold.
 type matchList struct {
-	bins   map[uint64]*chain
+	bins   map[uint64]int32 // match bits -> index in Table.bins
 	wild   chain
 	n      int // linked entries
 	hashed int // linked entries in bins
@@ -51,7 +51,7 @@ type matchList struct {
 const sweepFloor = 256
 
 func newMatchList() matchList {
-	return matchList{bins: make(map[uint64]*chain), wild: newChain()}
+	return matchList{bins: make(map[uint64]int32), wild: newChain()}
 }
 
 // pushBack appends entry i to chain c.
@@ -91,20 +91,20 @@ func (t *Table) link(i int32) {
 	l := &t.lists[e.list]
 	l.n++
 	if !t.cfg.Matching || e.ignoreBits != 0 {
-		e.bin = nil
+		e.bin = nilIdx
 		t.pushBack(&l.wild, i)
 		return
 	}
-	b := l.bins[e.matchBits]
-	if b == nil {
+	b, ok := l.bins[e.matchBits]
+	if !ok {
 		b = t.newBin()
 		l.bins[e.matchBits] = b
-	} else if b.head == nilIdx {
+	} else if t.bins[b].head == nilIdx {
 		l.empty--
 	}
 	l.hashed++
 	e.bin = b
-	t.pushBack(b, i)
+	t.pushBack(&t.bins[b], i)
 }
 
 // unlinkEntry takes a linked entry i out of its list.
@@ -113,14 +113,14 @@ func (t *Table) unlinkEntry(i int32) {
 	l := &t.lists[e.list]
 	l.n--
 	b := e.bin
-	if b == nil {
+	if b == nilIdx {
 		t.remove(&l.wild, i)
 		return
 	}
-	e.bin = nil
+	e.bin = nilIdx
 	l.hashed--
-	t.remove(b, i)
-	if b.head == nilIdx {
+	t.remove(&t.bins[b], i)
+	if t.bins[b].head == nilIdx {
 		l.empty++
 		if l.empty > sweepFloor && l.empty > l.hashed {
 			t.sweep(l)
@@ -132,23 +132,23 @@ func (t *Table) unlinkEntry(i int32) {
 // them.
 func (t *Table) sweep(l *matchList) {
 	for k, b := range l.bins {
-		if b.head == nilIdx {
+		if t.bins[b].head == nilIdx {
 			delete(l.bins, k)
-			t.binPool = append(t.binPool, b)
+			t.binFree = append(t.binFree, b)
 		}
 	}
 	l.empty = 0
 }
 
-// newBin returns an empty hash bin, reusing a dropped one when possible.
-func (t *Table) newBin() *chain {
-	if n := len(t.binPool); n > 0 {
-		b := t.binPool[n-1]
-		t.binPool = t.binPool[:n-1]
-		*b = newChain()
+// newBin returns the index of an empty hash bin, reusing a dropped one when possible.
+// Bins live in one dense slice (Table.bins), so that the entry arena holds no pointers.
+func (t *Table) newBin() int32 {
+	if n := len(t.binFree); n > 0 {
+		b := t.binFree[n-1]
+		t.binFree = t.binFree[:n-1]
+		t.bins[b] = newChain()
 		return b
 	}
-	b := new(chain)
-	*b = newChain()
-	return b
+	t.bins = append(t.bins, newChain())
+	return int32(len(t.bins) - 1)
 }

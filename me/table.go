@@ -39,7 +39,8 @@ type Table struct {
 	cfg     Config
 	ar      arena
 	lists   [2]matchList
-	binPool []*chain
+	bins    []chain // hash bins of both lists
+	binFree []int32 // indices of dropped bins
 	seq     uint64
 	ux      unexpectedList
 }
@@ -122,7 +123,7 @@ func (t *Table) Append(e Entry, l List, out []Event) (Handle, []Event, error) {
 	n := &t.ar.e[i]
 	n.criteria = criteriaOf(&e)
 	n.uid, n.userPtr, n.minFree = e.UID, e.UserPtr, e.MinFree
-	n.offset, n.pending, n.bin = 0, 0, nil
+	n.offset, n.pending, n.bin = 0, 0, nilIdx
 	n.list = l
 	n.prev, n.next = nilIdx, nilIdx
 	h := makeHandle(i, n.gen)
