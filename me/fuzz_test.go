@@ -107,6 +107,7 @@ func equivalence(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("NewTable(%+v): %v", cfg, err)
 	}
+	tb.sweepFloor = int(f.next() % 4) // exercise the sweep of emptied hash bins
 	ref := newRefModel(cfg)
 	idOf := map[Handle]uint64{}
 	handleOf := map[uint64]Handle{}

@@ -47,7 +47,8 @@ type matchList struct {
 	empty  int // bins in the map with no entry
 }
 
-// sweepFloor is the number of empty bins always tolerated before a sweep.
+// sweepFloor is the number of empty bins always tolerated before a sweep (the default of
+// Table.sweepFloor; tests lower it to exercise sweeps).
 const sweepFloor = 256
 
 func newMatchList() matchList {
@@ -122,7 +123,7 @@ func (t *Table) unlinkEntry(i int32) {
 	t.remove(&t.bins[b], i)
 	if t.bins[b].head == nilIdx {
 		l.empty++
-		if l.empty > sweepFloor && l.empty > l.hashed {
+		if l.empty > t.sweepFloor && l.empty > l.hashed {
 			t.sweep(l)
 		}
 	}

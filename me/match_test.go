@@ -389,3 +389,55 @@ func TestOptionsString(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyBinsSwept: a stream of distinct match bits through use-once entries does not
+// grow the hash without bound, and matching stays correct across sweeps.
+func TestEmptyBinsSwept(t *testing.T) {
+	tb := newTestTable(t, Config{Matching: true, MaxEntries: 8, MaxListSize: 8})
+	tb.sweepFloor = 16
+	mustAppend(t, tb, Entry{Length: 8, UID: UIDAny, Options: rw, MatchID: anySrc, MatchBits: 1 << 62, UserPtr: 1}, ListPriority)
+	for i := uint64(0); i < 5000; i++ {
+		mustAppend(t, tb, Entry{Length: 8, UID: UIDAny, Options: rw | UseOnce, MatchID: anySrc, MatchBits: i, UserPtr: 2}, ListPriority)
+		h := put(i, 8)
+		if res, _ := tb.Match(&h, nil); res.UserPtr != 2 || !res.Unlinked {
+			t.Fatalf("match %d: %+v", i, res)
+		}
+		if n := len(tb.lists[ListPriority].bins); n > tb.sweepFloor+2 {
+			t.Fatalf("after %d: %d bins held", i, n)
+		}
+	}
+	h := put(1<<62, 8)
+	if res, _ := tb.Match(&h, nil); res.UserPtr != 1 {
+		t.Fatalf("persistent entry lost: %+v", res)
+	}
+	if len(tb.bins) > tb.sweepFloor+3 {
+		t.Fatalf("%d bins allocated", len(tb.bins))
+	}
+}
+
+func TestNames(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{OutcomeMatched.String(), "matched"}, {OutcomeNoMatch.String(), "no-match"},
+		{OutcomePermViolation.String(), "perm-violation"}, {OutcomeOpViolation.String(), "op-violation"},
+		{OutcomeUnexpectedFull.String(), "unexpected-full"}, {OutcomeInvalidHeader.String(), "invalid-header"},
+		{Outcome(0).String(), "invalid-outcome"},
+		{FailNone.String(), "OK"}, {FailNoMatch.String(), "NO_MATCH"}, {FailPTDisabled.String(), "PT_DISABLED"},
+		{Fail(9).String(), "invalid-fail"}, {EventKind(0).String(), "invalid-event"},
+		{Physical.String(), "physical"}, {Logical.String(), "logical"}, {Addressing(5).String(), "invalid-addressing"},
+		{ListPriority.String(), "priority"}, {ListOverflow.String(), "overflow"}, {List(3).String(), "invalid-list"},
+		{SearchOnly.String(), "search-only"}, {SearchDelete.String(), "search-delete"}, {SearchOp(3).String(), "invalid-search-op"},
+		{OpKindPut.String(), "put"}, {OpKindSwap.String(), "swap"}, {Op(0).String(), "invalid-op"},
+		{Options(0).String(), "0"},
+	} {
+		if c.got != c.want {
+			t.Errorf("name %q, want %q", c.got, c.want)
+		}
+	}
+	if !(OpPut | OpGet).Has(OpGet) || OpPut.Has(OpPut|OpGet) {
+		t.Error("Options.Has")
+	}
+	tb := newTestTable(t, Config{Matching: true, MaxEntries: 5})
+	if tb.Config().MaxEntries != 5 || tb.Len(List(9)) != 0 {
+		t.Error("Config/Len")
+	}
+}

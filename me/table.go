@@ -36,13 +36,14 @@ type Config struct {
 // nothing and may be used concurrently. Under that contract the Table is race-free: it
 // starts no goroutines and touches no global state.
 type Table struct {
-	cfg     Config
-	ar      arena
-	lists   [2]matchList
-	bins    []chain // hash bins of both lists
-	binFree []int32 // indices of dropped bins
-	seq     uint64
-	ux      unexpectedList
+	cfg        Config
+	ar         arena
+	lists      [2]matchList
+	bins       []chain // hash bins of both lists
+	binFree    []int32 // indices of dropped bins
+	sweepFloor int     // empty bins tolerated before a sweep
+	seq        uint64
+	ux         unexpectedList
 }
 
 // NewTable returns an empty table.
@@ -57,7 +58,7 @@ func NewTable(cfg Config) (*Table, error) {
 	case cfg.Addressing != Physical && cfg.Addressing != Logical:
 		return nil, fmt.Errorf("%w: addressing %d", ErrInvalidConfig, cfg.Addressing)
 	}
-	t := &Table{cfg: cfg, ux: newUnexpectedList()}
+	t := &Table{cfg: cfg, ux: newUnexpectedList(), sweepFloor: sweepFloor}
 	t.lists[ListPriority] = newMatchList()
 	t.lists[ListOverflow] = newMatchList()
 	return t, nil
