@@ -13,12 +13,12 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	any := me.ProcessID{NID: me.NIDAny, PID: me.PIDAny, Rank: me.RankAny}
+	anySrc := me.ProcessID{NID: me.NIDAny, PID: me.PIDAny, Rank: me.RankAny}
 	var events []me.Event
 
 	// A catch-all eager buffer in the overflow list.
 	_, events, _ = tb.Append(me.Entry{Length: 1 << 20, UID: me.UIDAny, Options: me.OpPut | me.ManageLocal,
-		MatchID: any, IgnoreBits: ^uint64(0), UserPtr: 1}, me.ListOverflow, events[:0])
+		MatchID: anySrc, IgnoreBits: ^uint64(0), UserPtr: 1}, me.ListOverflow, events[:0])
 
 	// A put with tag 42 arrives before its receive.
 	h := me.Header{Op: me.OpKindPut, Initiator: me.ProcessID{NID: 3, PID: 7}, MatchBits: 42, Length: 100}
@@ -27,7 +27,7 @@ func Example() {
 
 	// The receive for tag 42 is posted: it claims the unexpected message.
 	_, events, _ = tb.Append(me.Entry{Length: 4096, UID: me.UIDAny, Options: me.OpPut | me.UseOnce,
-		MatchID: any, MatchBits: 42, UserPtr: 2}, me.ListPriority, events[:0])
+		MatchID: anySrc, MatchBits: 42, UserPtr: 2}, me.ListPriority, events[:0])
 	for _, e := range events {
 		fmt.Println(e.Kind, e.UserPtr, e.DataUserPtr, e.LocalOffset, e.MLength)
 	}

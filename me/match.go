@@ -17,8 +17,10 @@ const (
 	// (PTL_NI_OP_VIOLATION). The message is dropped; nothing changed.
 	OutcomeOpViolation
 	// OutcomeUnexpectedFull: the message matched an overflow-list entry but the
-	// unexpected-header list is full. Flow control: the engine disables the portal
-	// table entry (the PT_DISABLED event is in the returned events); nothing changed.
+	// unexpected-header list is full: a resource exhaustion. On a flow-controlled portal
+	// table entry the engine disables it and posts the returned PT_DISABLED event (its
+	// Post reflects the entry's EventFlowCtrlDisable); otherwise it drops the message.
+	// Nothing changed.
 	OutcomeUnexpectedFull
 	// OutcomeInvalidHeader: the header's operation kind is undefined. The engine drops
 	// and counts the message; nothing changed.
