@@ -28,10 +28,18 @@ func (MlockRegistrar) Register(mem []byte) (Pin, error) {
 	return Pin{Addr: uintptr(unsafe.Pointer(unsafe.SliceData(mem))), Len: uintptr(len(mem)), mem: mem}, nil
 }
 
-// Deregister unlocks the range.
+// Deregister unlocks the range. Pages unmapped meanwhile (an invalidated entry) are
+// skipped: the rest is unlocked page by page.
 func (MlockRegistrar) Deregister(p Pin) error {
 	if p.mem == nil {
 		return nil
 	}
-	return unix.Munlock(p.mem)
+	err := unix.Munlock(p.mem)
+	if err != unix.ENOMEM {
+		return err
+	}
+	for off := 0; off < len(p.mem); off += int(pageSize) {
+		_ = unix.Munlock(p.mem[off : off+int(pageSize)])
+	}
+	return nil
 }
