@@ -33,7 +33,7 @@ func init() {
 		name:    "churn",
 		summary: "pin-cache coherence under mmap/munmap/mremap/MAP_FIXED/madvise/GC churn (PTL_CHECK_PFN=1)",
 		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&churnOpts.pin, "pin", "mlock", "churn: registrar, mlock (a real pin) or none (records only, so madvise succeeds on cached ranges)")
+			fs.StringVar(&churnOpts.pin, "pin", "mlock", "churn: registrar, mlock (a real pin: madvise(DONTNEED/FREE) then fails on cached ranges) or populate (faults the pages in for writing like a NIC pin, without locking, so madvise succeeds on cached ranges)")
 			fs.IntVar(&churnOpts.slots, "slots", 32, "churn: number of mapped ranges that mutators change")
 			fs.IntVar(&churnOpts.slotPages, "slot-pages", 16, "churn: pages per range")
 			fs.IntVar(&churnOpts.maxEntries, "max-entries", 256, "churn: cache entry limit (small, so eviction runs too)")
@@ -42,13 +42,19 @@ func init() {
 	})
 }
 
-// noPin is the registrar of -pin none: it records the range without pinning.
-type noPin struct{}
+// populatePin is the registrar of -pin populate: like a NIC registration it faults
+// every page in for writing (MADV_POPULATE_WRITE, so page frames exist when the
+// oracle records them) but it does not lock them, so madvise(DONTNEED/FREE) still
+// succeeds on registered ranges as it does under a long-term pin.
+type populatePin struct{}
 
-func (noPin) Register(mem []byte) (regcache.Pin, error) {
+func (populatePin) Register(mem []byte) (regcache.Pin, error) {
+	if err := unix.Madvise(mem, unix.MADV_POPULATE_WRITE); err != nil {
+		return regcache.Pin{}, err
+	}
 	return regcache.Pin{Addr: uintptr(unsafe.Pointer(unsafe.SliceData(mem))), Len: uintptr(len(mem))}, nil
 }
-func (noPin) Deregister(regcache.Pin) error { return nil }
+func (populatePin) Deregister(regcache.Pin) error { return nil }
 
 // Mutation kinds.
 const (
@@ -133,19 +139,33 @@ func runChurn(ctx context.Context, cfg config) error {
 	}
 	var mainCache, winCache *regcache.Cache[regcache.Pin]
 	var err error
+	var staleMu sync.Mutex
+	var staleSeen []string
+	onStale := func(addr, length uintptr, pages int) {
+		staleMu.Lock()
+		defer staleMu.Unlock()
+		if len(staleSeen) < 16 {
+			kind := "mmap range"
+			if goHeapAddr(addr) {
+				kind = "Go heap"
+			}
+			staleSeen = append(staleSeen, fmt.Sprintf("[%#x+%#x) %s, %d pages changed", addr, length, kind, pages))
+		}
+	}
+	mainOpts := regcache.Options{MaxEntries: churnOpts.maxEntries, OnStale: onStale}
 	switch churnOpts.pin {
 	case "mlock":
-		mainCache, err = regcache.New[regcache.Pin](regcache.MlockRegistrar{}, regcache.Options{MaxEntries: churnOpts.maxEntries})
+		mainCache, err = regcache.New[regcache.Pin](regcache.MlockRegistrar{}, mainOpts)
 		if err == nil {
 			winCache, err = regcache.New[regcache.Pin](regcache.MlockRegistrar{}, regcache.Options{})
 		}
-	case "none":
-		mainCache, err = regcache.New[regcache.Pin](noPin{}, regcache.Options{MaxEntries: churnOpts.maxEntries})
+	case "populate":
+		mainCache, err = regcache.New[regcache.Pin](populatePin{}, mainOpts)
 		if err == nil {
-			winCache, err = regcache.New[regcache.Pin](noPin{}, regcache.Options{})
+			winCache, err = regcache.New[regcache.Pin](populatePin{}, regcache.Options{})
 		}
 	default:
-		return fmt.Errorf("churn: -pin %q: want mlock or none", churnOpts.pin)
+		return fmt.Errorf("churn: -pin %q: want mlock or populate", churnOpts.pin)
 	}
 	if err != nil {
 		return err
@@ -208,6 +228,11 @@ func runChurn(ctx context.Context, cfg config) error {
 	fmt.Fprintf(w, "  monitor: events %d published %d pagefaults %d errors %d\n", mon.Events, mon.Published, mon.Pagefaults, mon.Errors)
 	fmt.Fprintf(w, "  reuse window (separate cache): attempts %d, remapped before munmap returned %d, address lost %d, old entry returned %d, stale hits caught by the PFN check %d\n",
 		st.winAttempts.Load(), st.winRaced.Load(), st.winLost.Load(), st.winOldHit.Load(), ws.StaleHits)
+	staleMu.Lock()
+	for _, s := range staleSeen {
+		fmt.Fprintf(w, "  stale hit: %s\n", s)
+	}
+	staleMu.Unlock()
 	fmt.Fprintf(w, "stale=%d invalidations=%d hits=%d misses=%d\n", ms.StaleHits, ms.Invalidations, ms.Hits, ms.Misses)
 
 	if p := st.firstErr.Load(); p != nil {
@@ -243,7 +268,7 @@ func churnMutator(ctx context.Context, slots []*churnSlot, slotLen int, seed int
 			s.mem = b
 		}
 		k := 1 + rng.Intn(pages-2) // first changed page
-		m := 1 + rng.Intn(pages-k)  // pages changed
+		m := 1 + rng.Intn(pages-k) // pages changed
 		part := s.mem[k*pg : (k+m)*pg]
 		var err error
 		switch op {
@@ -485,3 +510,9 @@ func churnWindow(ctx context.Context, c *regcache.Cache[regcache.Pin], st *churn
 
 // oldEntry is the entry thread A cached before unmapping (reuse-window exercise).
 var oldEntry atomic.Pointer[regcache.Region[regcache.Pin]]
+
+// goHeapAddr reports whether addr lies in the Go heap's usual arena range on 64-bit
+// Linux (hint addresses 0x00c0<<32 upwards); used only to label diagnostics.
+func goHeapAddr(addr uintptr) bool {
+	return addr>>32 >= 0xc0 && addr>>32 < 0x1000
+}
