@@ -105,7 +105,7 @@ func (p *pd) RegMR(mem []byte, access verbs.Access) (verbs.MR, error) {
 	if p.ctx.mrs.live >= limits.MaxMR {
 		return nil, verbs.Errorf("reg mr", verbs.ErrNoResources, nil)
 	}
-	m := &mr{pd: p, mem: mem, addr: addrOf(mem), access: access}
+	m := &mr{pd: p, mem: mem, addr: addrOf(mem), size: len(mem), access: access}
 	if err := p.ctx.mrs.insert(m); err != nil {
 		return nil, err
 	}

@@ -98,3 +98,24 @@ func TestConnectErrors(t *testing.T) {
 		t.Fatalf("connect after the claimant closed: %v", err)
 	}
 }
+
+// TestSelfConnected connects a queue pair to itself: it receives its own messages.
+func TestSelfConnected(t *testing.T) {
+	p := verbstest.NewPairOpts(t, env, verbstest.PairOptions{NoConnect: true})
+	if err := p.A.QP.Connect(p.A.QP.Address()); err != nil {
+		t.Fatal(err)
+	}
+	buf := p.A.Reg(t, 16, verbs.AccessLocalWrite, 7)
+	p.A.PostRecv(t, 1, buf.SGE(8, 8))
+	p.A.PostSend(t, verbs.SendWR{ID: 2, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SG: []verbs.SGE{buf.SGE(0, 8)}})
+	wcs := p.A.Wait(t, 2)
+	if wcs[0].ID+wcs[1].ID != 3 || wcs[0].Status != verbs.StatusSuccess || wcs[1].Status != verbs.StatusSuccess {
+		t.Fatalf("completions %+v", wcs)
+	}
+	if string(buf.Mem[:8]) != string(buf.Mem[8:]) {
+		t.Fatalf("self-delivered payload % x, want % x", buf.Mem[8:], buf.Mem[:8])
+	}
+	if buf.MR.Len() != 16 {
+		t.Fatalf("Len %d, want 16", buf.MR.Len())
+	}
+}

@@ -12,6 +12,7 @@ type mr struct {
 	pd         *pd
 	mem        []byte // nil once deregistered
 	addr       uint64
+	size       int
 	access     verbs.Access
 	lkey, rkey uint32
 	slot       int
@@ -29,19 +30,8 @@ func (m *mr) RKey() uint32 { return m.rkey }
 // Addr returns the virtual address of the first byte.
 func (m *mr) Addr() uint64 { return m.addr }
 
-// Len returns the length in bytes (kept after Dereg).
-func (m *mr) Len() int {
-	wire.mu.Lock()
-	defer wire.mu.Unlock()
-	return m.length()
-}
-
-func (m *mr) length() int {
-	if m.mem == nil {
-		return 0
-	}
-	return len(m.mem)
-}
+// Len returns the length in bytes (unchanged by Dereg).
+func (m *mr) Len() int { return m.size }
 
 // Access returns the rights granted.
 func (m *mr) Access() verbs.Access { return m.access }
