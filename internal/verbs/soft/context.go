@@ -223,8 +223,11 @@ func (c *Context) checkPeers() {
 	defer c.progMu.Unlock()
 	for _, q := range *c.active.Load() {
 		q.mu.Lock()
-		if q.peer != nil && q.peer.pidfd.exited() {
-			q.peerGone()
+		if q.peer != nil && !q.peerDead && q.peer.pidfd.exited() {
+			q.peerDead = true
+			if q.sqHead < q.sqTail || q.rqHead < q.rqTail {
+				q.peerGone()
+			}
 		}
 		q.mu.Unlock()
 	}

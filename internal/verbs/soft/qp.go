@@ -71,6 +71,7 @@ type qp struct {
 	signaled int         // signaled entries not yet completed
 	busy     atomic.Bool // see updateBusy
 	refused  bool        // the message being handled was NAKed
+	peerDead bool        // the peer process exited
 	rq       []recvEntry
 	rqHead   uint64
 	rqTail   uint64

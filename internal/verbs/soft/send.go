@@ -51,11 +51,13 @@ func (q *qp) progress() int {
 	q.updateBusy()
 	if q.State() == verbs.QPReady && atomic.LoadUint32(q.in.closedWord()) != 0 && !q.in.ready() {
 		// The peer failed or closed. It recorded any NAK and moved its tail before
-		// it said so: complete what it answered, then fail the rest.
-		raceAcquire()
+		// it said so: complete what it answered, then fail what is outstanding. An
+		// idle queue pair stays ready, as on RC hardware, until its next send.
 		q.reap(atomic.LoadUint64(q.out.tail))
-		q.peerGone()
-		n++
+		if q.sqHead < q.sqTail || q.rqHead < q.rqTail {
+			q.peerGone()
+			n++
+		}
 	}
 	return n
 }
@@ -82,6 +84,10 @@ func (q *qp) issue() int {
 	for q.sqIss < q.sqTail && q.State() == verbs.QPReady {
 		e := &q.sq[q.sqIss%uint64(len(q.sq))]
 		if e.state == esQueued && e.wr.Flags&verbs.SendFence != 0 && q.waiting > 0 {
+			break
+		}
+		if q.peerDead || atomic.LoadUint32(q.in.closedWord()) != 0 {
+			q.failEntry(e, verbs.StatusRetryExceeded)
 			break
 		}
 		if !q.issueOne(e) {
