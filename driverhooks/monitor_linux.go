@@ -260,13 +260,18 @@ func (m *Monitor) waitEven() uint64 {
 	}
 }
 
-// attach registers a new ring consumer and returns the seq and head it starts from.
-func (m *Monitor) attach() (seq, head uint64) {
+// attach registers a new ring consumer and returns the seq and head it starts from;
+// ok is false once the monitor is closed.
+func (m *Monitor) attach() (seq, head uint64, ok bool) {
 	m.mu.Lock()
+	if m.closed.Load() {
+		m.mu.Unlock()
+		return 0, 0, false
+	}
 	m.subs++
 	m.mu.Unlock()
 	seq = m.waitEven()
-	return seq, atomic.LoadUint64(m.headp)
+	return seq, atomic.LoadUint64(m.headp), true
 }
 
 // detach forgets a ring consumer.

@@ -247,3 +247,34 @@ func TestNoDeadlockGOMAXPROCS1(t *testing.T) {
 		t.Fatal("watchdog: FreeOSMemory with watched heap ranges did not finish in 2 minutes (deadlock)")
 	}
 }
+
+func TestSubscribeAfterClose(t *testing.T) {
+	m, err := Open()
+	if errors.Is(err, ErrNotSupported) {
+		t.Skip("userfaultfd unavailable: " + err.Error())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := NewNotifier(m)
+	live := n.Subscribe()
+	m.Close()
+	if !live.Pending() {
+		t.Fatal("closing the monitor did not make its subscriptions pending")
+	}
+	if _, all := collect(live); !all {
+		t.Fatal("a subscription of a closed monitor must flush everything")
+	}
+	live.Close()
+	late := n.Subscribe()
+	defer late.Close()
+	if !late.Pending() {
+		t.Fatal("a subscription to a closed monitor must start pending")
+	}
+	if _, all := collect(late); !all {
+		t.Fatal("a subscription to a closed monitor must flush everything")
+	}
+	if err := n.Watch(0x10000, pageSize); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Watch on a closed monitor: %v", err)
+	}
+}

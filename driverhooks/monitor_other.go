@@ -32,9 +32,9 @@ type MonitorStats struct {
 // Stats returns zero counters.
 func (m *Monitor) Stats() MonitorStats { return MonitorStats{} }
 
-func (m *Monitor) seq() uint64                { return 0 }
-func (m *Monitor) attach() (seq, head uint64) { return 0, 0 }
-func (m *Monitor) detach()                    {}
+func (m *Monitor) seq() uint64                         { return 0 }
+func (m *Monitor) attach() (seq, head uint64, ok bool) { return 0, 0, false }
+func (m *Monitor) detach()                             {}
 func (m *Monitor) drain(cursor *uint64, fn func(start, end uintptr)) (uint64, bool) {
 	return 0, false
 }

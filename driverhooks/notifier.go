@@ -138,9 +138,16 @@ func (n *Notifier) Invalidate(addr, length uintptr) {
 func (n *Notifier) Subscribe() Subscription {
 	s := &subscription{n: n, mon: n.mon}
 	if s.mon != nil {
-		seq, head := s.mon.attach()
-		s.cursor = head
-		s.drainedSeq.Store(seq)
+		seq, head, ok := s.mon.attach()
+		if ok {
+			s.cursor = head
+			s.drainedSeq.Store(seq)
+		} else {
+			// The monitor is closed: nothing can be trusted, say so at once.
+			s.mon = nil
+			s.overflow = true
+			s.gen.Store(1)
+		}
 	}
 	n.mu.Lock()
 	n.subs[s] = struct{}{}
