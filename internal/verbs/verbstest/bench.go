@@ -38,6 +38,7 @@ type pinger struct {
 	wc   [16]verbs.WorkCompletion
 	send [1]verbs.SendWR
 	recv [1]verbs.RecvWR
+	sgs  [pingRecvs][1]verbs.SGE
 	sent int
 }
 
@@ -46,7 +47,8 @@ const pingRecvs = 64
 func newPinger(b *testing.B, s *Side) *pinger {
 	pg := &pinger{s: s, buf: s.Reg(b, 16*pingRecvs, rw, 0)}
 	for i := range pingRecvs {
-		must(b, "post recv", s.QP.PostRecv([]verbs.RecvWR{{ID: uint64(i), SG: []verbs.SGE{pg.buf.SGE(16*i, 8)}}}))
+		pg.sgs[i][0] = pg.buf.SGE(16*i, 8)
+		must(b, "post recv", s.QP.PostRecv([]verbs.RecvWR{{ID: uint64(i), SG: pg.sgs[i][:]}}))
 	}
 	pg.send[0] = verbs.SendWR{Opcode: verbs.OpSend, SG: []verbs.SGE{pg.buf.SGE(16*pingRecvs-8, 8)}}
 	return pg
@@ -81,7 +83,7 @@ func (pg *pinger) await(b *testing.B, timeout time.Duration) bool {
 		if wc.Opcode != verbs.WCRecv {
 			continue
 		}
-		pg.recv[0] = verbs.RecvWR{ID: wc.ID, SG: []verbs.SGE{pg.buf.SGE(16*int(wc.ID), 8)}}
+		pg.recv[0] = verbs.RecvWR{ID: wc.ID, SG: pg.sgs[wc.ID%pingRecvs][:]}
 		if err := pg.s.QP.PostRecv(pg.recv[:]); err != nil {
 			b.Error(err)
 			return false
