@@ -273,7 +273,7 @@ func (c *Cache[R]) insertLocked(mem []byte, addr, end uintptr) (e *Region[R], er
 		}
 		c.st.merges.Add(1)
 	}
-	reg, err := c.reg.Register(unsafe.Slice((*byte)(base), size))
+	reg, err := c.reg.Register(pageSlice(base, size))
 	if err != nil {
 		_ = c.src.Unwatch(mstart, size)
 		return nil, fmt.Errorf("regcache: register [%#x,%#x): %w", mstart, mend, err), false
@@ -304,7 +304,7 @@ func (c *Cache[R]) insertLocked(mem []byte, addr, end uintptr) (e *Region[R], er
 // uncached registers [addr, end) for one operation.
 func (c *Cache[R]) uncached(mem []byte, addr, end uintptr) (*Region[R], error) {
 	start, pend := addr&^(pageSize-1), (end+pageSize-1)&^(pageSize-1)
-	reg, err := c.reg.Register(unsafe.Slice((*byte)(pageStart(mem, addr-start)), pend-start))
+	reg, err := c.reg.Register(pageSlice(pageStart(mem, addr-start), pend-start))
 	if err != nil {
 		return nil, fmt.Errorf("regcache: register [%#x,%#x): %w", start, pend, err)
 	}
@@ -325,6 +325,15 @@ func (c *Cache[R]) uncachedLocked(mem []byte, addr, end uintptr) (*Region[R], er
 //go:nocheckptr
 func pageStart(mem []byte, off uintptr) unsafe.Pointer {
 	return unsafe.Add(unsafe.Pointer(unsafe.SliceData(mem)), -int(off))
+}
+
+// pageSlice returns the n bytes at p, whole pages around Go or foreign memory. The end
+// of the last page may lie past the end of a Go object's span, which the -race
+// checkptr instrumentation would reject although the GC only follows the start.
+//
+//go:nocheckptr
+func pageSlice(p unsafe.Pointer, n uintptr) []byte {
+	return unsafe.Slice((*byte)(p), n)
 }
 
 // verify checks a hit against the page-frame oracle; on a mismatch it counts a stale

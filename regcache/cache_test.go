@@ -369,3 +369,23 @@ func TestConcurrentChurn(t *testing.T) {
 		t.Fatalf("churn did not exercise hits and invalidations: %+v", s)
 	}
 }
+
+// Go objects whose pages extend past the object (and past its span) must register
+// whole pages without tripping the -race checkptr checks.
+func TestGoObjectsOddSizes(t *testing.T) {
+	c, reg, _ := newTestCache(t, Options{})
+	var keep [][]byte
+	for _, n := range []int{1, 100, 4095, 4097, 50000, 300001} {
+		b := make([]byte, n)
+		keep = append(keep, b)
+		r := mustAcquire(t, c, b)
+		if r.Addr()%pageSize != 0 || r.Len()%int(pageSize) != 0 {
+			t.Fatalf("region [%#x+%#x) not page-granular", r.Addr(), r.Len())
+		}
+		mustRelease(t, c, r)
+	}
+	if reg.liveCount() == 0 {
+		t.Fatal("nothing cached")
+	}
+	runtimeKeepAlive(keep)
+}

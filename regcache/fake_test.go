@@ -3,6 +3,7 @@ package regcache
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -108,3 +109,5 @@ func pages(n int) []byte {
 }
 
 func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
+
+func runtimeKeepAlive(x any) { runtime.KeepAlive(x) }
