@@ -23,13 +23,14 @@ const (
 const accessAll = AccessLocalWrite | AccessRemoteWrite | AccessRemoteRead | AccessRemoteAtomic
 
 // Validate reports whether a is a legal combination, with the ibverbs rule that
-// remote write and remote atomic need local write.
+// remote write and remote atomic need local write. The error is ErrInvalidArgument
+// itself, for the caller to wrap.
 func (a Access) Validate() error {
 	if a&^accessAll != 0 {
-		return &OpError{Op: "access", Err: ErrInvalidArgument}
+		return ErrInvalidArgument
 	}
 	if a&(AccessRemoteWrite|AccessRemoteAtomic) != 0 && a&AccessLocalWrite == 0 {
-		return &OpError{Op: "access", Err: ErrInvalidArgument}
+		return ErrInvalidArgument
 	}
 	return nil
 }

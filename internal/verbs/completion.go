@@ -8,12 +8,13 @@ type Status uint8
 const (
 	// StatusSuccess: the operation completed.
 	StatusSuccess Status = iota
-	// StatusLocalLengthError: the payload did not fit the receive buffers, or an SGE
-	// exceeds its local region.
+	// StatusLocalLengthError: an incoming SEND did not fit the posted receive buffers
+	// (the sender then sees StatusRemoteInvalidRequest).
 	StatusLocalLengthError
 	// StatusLocalQPOperationError: the queue pair could not run the request.
 	StatusLocalQPOperationError
-	// StatusLocalProtectionError: an SGE names an unknown lkey or lacks local write.
+	// StatusLocalProtectionError: an SGE names an unknown lkey, exceeds its region, or
+	// lacks local write where the request writes local memory.
 	StatusLocalProtectionError
 	// StatusWorkRequestFlushed: the queue pair entered the error state (or was closed)
 	// before the request ran.

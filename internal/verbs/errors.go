@@ -15,8 +15,9 @@ var (
 	ErrNoResources = errors.New("verbs: out of resources")
 	// ErrClosed: the object (or its context) was closed or destroyed.
 	ErrClosed = errors.New("verbs: closed")
-	// ErrQPState: the queue pair is not in a state that allows the call
-	// (not connected, or in the error state).
+	// ErrQPState: the queue pair is not in a state that allows the call (sends
+	// before Connect, a second Connect). Work posted in the error state is accepted
+	// and completes with StatusWorkRequestFlushed, as in ibverbs.
 	ErrQPState = errors.New("verbs: invalid queue pair state")
 	// ErrBusy: the object is still in use (an MR used by posted work, a PD with children).
 	ErrBusy = errors.New("verbs: resource busy")

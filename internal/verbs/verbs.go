@@ -84,7 +84,8 @@ type MR interface {
 type CQ interface {
 	// Poll moves up to len(wc) completions into wc and returns how many. It never
 	// blocks and allocates nothing; it drives the provider's progress when the
-	// provider needs that.
+	// provider needs that. Size queues for the work that can be outstanding: a
+	// provider may treat an overrun as fatal (loopback) or grow the queue (soft).
 	Poll(wc []WorkCompletion) (int, error)
 	// Wait blocks until at least one completion is ready to Poll, ctx ends (its error
 	// is returned) or the queue is closed.
@@ -142,6 +143,8 @@ type QP interface {
 	Connect(remote Address) error
 	// PostSend queues send work requests in order. On a synchronous error, the
 	// requests before the failing one were posted and the error says which failed.
+	// A SEND completes only once the peer consumed a receive for it; atomics work
+	// on host-endian 8-byte words.
 	PostSend(wr []SendWR) error
 	// PostRecv queues receive work requests.
 	PostRecv(wr []RecvWR) error
