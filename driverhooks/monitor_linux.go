@@ -48,8 +48,8 @@ type Monitor struct {
 	headp      *uint64
 
 	mu      sync.Mutex
-	watched map[uintptr]uintptr // start -> length of each Watch
-	subs    int                 // live subscriptions reading the ring
+	watched *rangeSet // what Watch registered and Unwatch did not remove
+	subs    int       // live subscriptions reading the ring
 	closed  atomic.Bool
 	freed   bool
 }
@@ -112,7 +112,7 @@ func Open() (*Monitor, error) {
 		ring:    unsafe.Slice((*ringSlot)(unsafe.Pointer(C.ptl_reader_ring(r))), ringSlots),
 		seqp:    (*uint64)(unsafe.Pointer(&r.seq)),
 		headp:   (*uint64)(unsafe.Pointer(&r.head)),
-		watched: make(map[uintptr]uintptr),
+		watched: newRangeSet(),
 	}
 	return m, nil
 }
@@ -141,9 +141,7 @@ func (m *Monitor) Watch(addr, length uintptr) error {
 		}
 		return &OpError{Op: "watch", Addr: addr, Len: length, Err: kind, Cause: err}
 	}
-	if old, ok := m.watched[addr]; !ok || old < length {
-		m.watched[addr] = length
-	}
+	m.watched.add(addr, addr+length)
 	return nil
 }
 
@@ -158,9 +156,7 @@ func (m *Monitor) Unwatch(addr, length uintptr) error {
 	if m.closed.Load() {
 		return nil
 	}
-	if l, ok := m.watched[addr]; ok && l == length {
-		delete(m.watched, addr)
-	}
+	m.watched.remove(addr, addr+length)
 	err := uffd.Unregister(m.fd, addr, length)
 	if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOMEM) {
 		return &OpError{Op: "unwatch", Addr: addr, Len: length, Err: ErrNotSupported, Cause: err}
@@ -177,10 +173,10 @@ func (m *Monitor) Close() error {
 		m.mu.Unlock()
 		return nil
 	}
-	for a, l := range m.watched {
-		_ = uffd.Unregister(m.fd, a, l)
-		delete(m.watched, a)
+	for _, s := range m.watched.spans() {
+		_ = uffd.Unregister(m.fd, s.start, s.end-s.start)
 	}
+	m.watched = newRangeSet()
 	m.closed.Store(true)
 	m.mu.Unlock()
 
@@ -221,7 +217,7 @@ type MonitorStats struct {
 	// Errors counts unexpected poll/read/ioctl errors; LastErrno is the last one.
 	Errors    uint64
 	LastErrno int
-	// Watched is the number of ranges currently registered through Watch.
+	// Watched is the number of disjoint ranges currently registered through Watch.
 	Watched int
 }
 
@@ -239,7 +235,7 @@ func (m *Monitor) Stats() MonitorStats {
 		Pagefaults: atomic.LoadUint64((*uint64)(unsafe.Pointer(&m.r.pagefaults))),
 		Errors:     atomic.LoadUint64((*uint64)(unsafe.Pointer(&m.r.errors))),
 		LastErrno:  int(atomic.LoadInt64((*int64)(unsafe.Pointer(&m.r.last_errno)))),
-		Watched:    len(m.watched),
+		Watched:    m.watched.len(),
 	}
 }
 

@@ -278,3 +278,29 @@ func TestSubscribeAfterClose(t *testing.T) {
 		t.Fatalf("Watch on a closed monitor: %v", err)
 	}
 }
+
+func TestWatchedBookkeeping(t *testing.T) {
+	m := openMonitor(t)
+	b := mmapAnon(t, 6)
+	defer unix.Munmap(b)
+	a := addrOf(b)
+	if err := m.Watch(a, 2*pageSize); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Watch(a+2*pageSize, 4*pageSize); err != nil {
+		t.Fatal(err)
+	}
+	if w := m.Stats().Watched; w != 1 {
+		t.Fatalf("adjacent watches: %d ranges, want 1", w)
+	}
+	if err := m.Unwatch(a+2*pageSize, 2*pageSize); err != nil {
+		t.Fatal(err)
+	}
+	if w := m.Stats().Watched; w != 2 {
+		t.Fatalf("after unwatching the middle: %d ranges, want 2", w)
+	}
+	m.Unwatch(a, 6*pageSize)
+	if w := m.Stats().Watched; w != 0 {
+		t.Fatalf("after unwatching all: %d ranges", w)
+	}
+}
