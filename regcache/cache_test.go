@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/goportals/goportals/driverhooks"
 	"go.uber.org/goleak"
 )
 
@@ -388,4 +389,26 @@ func TestGoObjectsOddSizes(t *testing.T) {
 		t.Fatal("nothing cached")
 	}
 	runtimeKeepAlive(keep)
+}
+
+// With no monitor (no cgo, userfaultfd refused) nothing is trusted: every Acquire is
+// a per-operation registration.
+func TestNoMonitorNeverCaches(t *testing.T) {
+	reg := newFakeRegistrar()
+	c, err := New[fakeReg](reg, Options{Source: driverhooks.NewNotifier(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mem := pages(1)
+	for i := 0; i < 3; i++ {
+		r := mustAcquire(t, c, mem)
+		if r.Cached() {
+			t.Fatal("unwatched memory was cached")
+		}
+		mustRelease(t, c, r)
+	}
+	if s := c.Stats(); s.Fallbacks != 3 || s.Hits != 0 || reg.liveCount() != 0 {
+		t.Fatalf("stats %+v live %d", s, reg.liveCount())
+	}
 }
