@@ -48,7 +48,7 @@ type Monitor struct {
 	headp      *uint64
 
 	mu      sync.Mutex
-	watched *rangeSet // what Watch registered and Unwatch did not remove
+	watched *watchSet // how many Watch calls cover each range
 	subs    int       // live subscriptions reading the ring
 	closed  atomic.Bool
 	freed   bool
@@ -112,13 +112,13 @@ func Open() (*Monitor, error) {
 		ring:    unsafe.Slice((*ringSlot)(unsafe.Pointer(C.ptl_reader_ring(r))), ringSlots),
 		seqp:    (*uint64)(unsafe.Pointer(&r.seq)),
 		headp:   (*uint64)(unsafe.Pointer(&r.head)),
-		watched: newRangeSet(),
+		watched: newWatchSet(),
 	}
 	return m, nil
 }
 
 // Watch registers [addr, addr+length) (page-aligned) with the monitor in write-protect
-// mode. Errors: ErrBusy, ErrUnwatchable and ErrClosed (all matching ErrNotSupported),
+// mode. Watches are counted: each must be ended by one Unwatch of the same range. Errors: ErrBusy, ErrUnwatchable and ErrClosed (all matching ErrNotSupported),
 // ErrNotMapped, ErrBadRange.
 func (m *Monitor) Watch(addr, length uintptr) error {
 	if length == 0 || addr%pageSize != 0 || length%pageSize != 0 || addr+length < addr {
@@ -145,8 +145,9 @@ func (m *Monitor) Watch(addr, length uintptr) error {
 	return nil
 }
 
-// Unwatch unregisters [addr, addr+length). Ranges that were unmapped meanwhile are
-// not an error: the kernel already dropped them.
+// Unwatch ends one Watch of [addr, addr+length): the parts no other Watch covers are
+// unregistered. Ranges unmapped meanwhile are not an error: the kernel already
+// dropped them.
 func (m *Monitor) Unwatch(addr, length uintptr) error {
 	if length == 0 || addr%pageSize != 0 || length%pageSize != 0 || addr+length < addr {
 		return &OpError{Op: "unwatch", Addr: addr, Len: length, Err: ErrBadRange}
@@ -156,12 +157,14 @@ func (m *Monitor) Unwatch(addr, length uintptr) error {
 	if m.closed.Load() {
 		return nil
 	}
-	m.watched.remove(addr, addr+length)
-	err := uffd.Unregister(m.fd, addr, length)
-	if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOMEM) {
-		return &OpError{Op: "unwatch", Addr: addr, Len: length, Err: ErrNotSupported, Cause: err}
+	var first error
+	for _, s := range m.watched.remove(addr, addr+length) {
+		err := uffd.Unregister(m.fd, s.start, s.end-s.start)
+		if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOMEM) && first == nil {
+			first = &OpError{Op: "unwatch", Addr: s.start, Len: s.end - s.start, Err: ErrNotSupported, Cause: err}
+		}
 	}
-	return nil
+	return first
 }
 
 // Close unregisters every watched range, then stops the reader (which drains what is
@@ -176,7 +179,7 @@ func (m *Monitor) Close() error {
 	for _, s := range m.watched.spans() {
 		_ = uffd.Unregister(m.fd, s.start, s.end-s.start)
 	}
-	m.watched = newRangeSet()
+	m.watched = newWatchSet()
 	m.closed.Store(true)
 	m.mu.Unlock()
 
@@ -235,7 +238,7 @@ func (m *Monitor) Stats() MonitorStats {
 		Pagefaults: atomic.LoadUint64((*uint64)(unsafe.Pointer(&m.r.pagefaults))),
 		Errors:     atomic.LoadUint64((*uint64)(unsafe.Pointer(&m.r.errors))),
 		LastErrno:  int(atomic.LoadInt64((*int64)(unsafe.Pointer(&m.r.last_errno)))),
-		Watched:    m.watched.len(),
+		Watched:    len(m.watched.spans()),
 	}
 }
 

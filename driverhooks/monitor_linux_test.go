@@ -304,3 +304,42 @@ func TestWatchedBookkeeping(t *testing.T) {
 		t.Fatalf("after unwatching all: %d ranges", w)
 	}
 }
+
+// Two watchers of one range: the first Unwatch must leave it watched.
+func TestWatchCounted(t *testing.T) {
+	m := openMonitor(t)
+	n := NewNotifier(m)
+	s := n.Subscribe()
+	defer s.Close()
+	b := mmapAnon(t, 4)
+	defer unix.Munmap(b)
+	a := addrOf(b)
+	for i := 0; i < 2; i++ {
+		if err := n.Watch(a, 4*pageSize); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.Unwatch(a, 4*pageSize); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Madvise(b[:pageSize], unix.MADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	if got, all := collect(s); !all && !overlaps(got, a, a+pageSize) {
+		t.Fatal("the range stopped being watched while a watcher remained")
+	}
+	if err := n.Unwatch(a, 4*pageSize); err != nil {
+		t.Fatal(err)
+	}
+	if w := m.Stats().Watched; w != 0 {
+		t.Fatalf("%d ranges still watched", w)
+	}
+	if err := unix.Madvise(b[:pageSize], unix.MADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	if s.Pending() {
+		if got, _ := collect(s); overlaps(got, a, a+4*pageSize) {
+			t.Fatal("an unwatched range still reports events")
+		}
+	}
+}

@@ -33,8 +33,9 @@ type Subscription interface {
 type Source interface {
 	// Watch starts watching [addr, addr+length) (page-aligned). An error matching
 	// ErrNotSupported means the range cannot be watched: the caller must not cache it.
+	// Watches are counted: overlapping watches by several callers are fine.
 	Watch(addr, length uintptr) error
-	// Unwatch stops watching the range.
+	// Unwatch ends one successful Watch of the same range.
 	Unwatch(addr, length uintptr) error
 	// Subscribe returns a new subscription.
 	Subscribe() Subscription

@@ -268,6 +268,8 @@ func (c *Cache[R]) insertLocked(mem []byte, addr, end uintptr) (e *Region[R], er
 		e.objs = append(e.objs, o.objs...)
 		c.idx.remove(o)
 		c.lru.remove(o)
+		// Watches are counted: the union's watch now covers o's pages.
+		_ = c.src.Unwatch(o.start, o.end-o.start)
 		if o.detach(false) {
 			c.victims = append(c.victims, o)
 		}

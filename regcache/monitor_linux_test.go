@@ -264,3 +264,38 @@ func TestNoDeadlockFreeOSMemory(t *testing.T) {
 		t.Fatalf("no userfaultfd event: the scavenger path was not exercised (%+v)", s)
 	}
 }
+
+// Two caches on one monitor watching the same memory: one cache evicting its entry
+// must not blind the other.
+func TestTwoCachesShareWatches(t *testing.T) {
+	m, err := driverhooks.Open()
+	if errors.Is(err, driverhooks.ErrNotSupported) {
+		t.Skip("userfaultfd unavailable: " + err.Error())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	n := driverhooks.NewNotifier(m)
+	c1, err := New[fakeReg](newFakeRegistrar(), Options{Source: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1.Close()
+	c2, err := New[fakeReg](newFakeRegistrar(), Options{Source: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	b := mmapAt(t, nil, 4, 0)
+	defer munmapRange(t, ptr(b), 4)
+	r1, _ := c1.Acquire(b)
+	c1.Release(r1)
+	r2, _ := c2.Acquire(b)
+	c2.Release(r2)
+	c1.Flush() // c1 lets its watch go
+	if err := unix.Madvise(b, unix.MADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	acquireMiss(t, c2, b, r2)
+}
