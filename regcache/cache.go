@@ -352,12 +352,18 @@ func (c *Cache[R]) verify(e *Region[R], addr, end uintptr) bool {
 		}
 	}
 	c.mu.Lock()
+	ours := false
 	if got := c.idx.find(e.start, e.end); got == e {
 		c.dropLocked(e, true)
 		c.st.invalidations.Add(1)
+		ours = true
 	}
 	c.unlock()
-	_ = c.Release(e)
+	// Drop the hit's reference; a stale entry we dropped ourselves is not a
+	// stale-in-use release.
+	if v, ok := e.unref(); ok && v&refCount == 0 && v&refDetached != 0 {
+		_ = c.finalize(e, v&refStale != 0 && !ours)
+	}
 	return false
 }
 
