@@ -299,3 +299,44 @@ func TestTwoCachesShareWatches(t *testing.T) {
 	}
 	acquireMiss(t, c2, b, r2)
 }
+
+// The oracle itself: with a notifier that misses a change (the fake reports nothing),
+// the next hit sees new page frames, counts a stale hit, reports it and re-registers.
+func TestOracleCatchesMissedChange(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("reading page frames from /proc/self/pagemap needs root")
+	}
+	var reported int
+	c, err := New[fakeReg](newFakeRegistrar(), Options{
+		Source:   newFakeSource(),
+		CheckPFN: true,
+		OnStale:  func(addr, length uintptr, pages int) { reported += pages },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b := mmapAt(t, nil, 2, 0)
+	defer munmapRange(t, ptr(b), 2)
+	r1, err := c.Acquire(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Release(r1)
+	if err := unix.Madvise(b[:pageSize], unix.MADV_DONTNEED); err != nil { // unseen by the fake
+		t.Fatal(err)
+	}
+	b[0] = 1 // fault in a new frame
+	r2, err := c.Acquire(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release(r2)
+	s := c.Stats()
+	if s.StaleHits != 1 || reported != 1 || r2 == r1 || s.Misses != 2 {
+		t.Fatalf("stale hit not caught: stats %+v reported %d same=%v", s, reported, r2 == r1)
+	}
+	if s.StaleInUse != 0 {
+		t.Fatalf("oracle drop counted as stale-in-use: %+v", s)
+	}
+}
