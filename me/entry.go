@@ -73,12 +73,12 @@ type entry struct {
 	userPtr  uint64   // second cache line
 	minFree  uint64   //
 	gen      uint32   // handle generation of the slot
-	bin      int32    // index of the hash bin chaining the entry, nilIdx in the ordered list
 	pending  int32    // unexpected headers whose data is in this entry's buffer
 	prev     int32    // previous in the entry's chain
 	state    uint8    //
 	list     List     //
-	_        [30]byte // pad to 128 bytes
+	hashed   bool     // chained in a hash bin rather than the ordered list
+	_        [33]byte // pad to 128 bytes
 }
 
 // spec rebuilds the Entry the entry was appended with.
@@ -110,7 +110,7 @@ func (a *arena) alloc() int32 {
 
 func (a *arena) release(i int32) {
 	e := &a.e[i]
-	*e = entry{gen: e.gen + 1, prev: nilIdx, next: nilIdx, bin: nilIdx}
+	*e = entry{gen: e.gen + 1, prev: nilIdx, next: nilIdx}
 	a.free = append(a.free, i)
 	a.live--
 }

@@ -40,19 +40,20 @@ func newChain() chain { return chain{head: nilIdx, tail: nilIdx} }
 // they outnumber both a floor and the list's hashed entries, which bounds the memory a
 // stream of distinct match bits can hold.
 type matchList struct {
-	bins   map[uint64]int32 // match bits -> index in Table.bins
+	bins   binTable // match bits -> chain of exact-match entries
 	wild   chain
 	n      int // linked entries
 	hashed int // linked entries in bins
 	empty  int // bins in the map with no entry
 }
 
-// sweepFloor is the number of empty bins always tolerated before a sweep (the default of
+// sweepFloor is the number of empty bins always tolerated before a sweep (the sweep cost
+// is amortized over the unlinks that emptied them) (the default of
 // Table.sweepFloor; tests lower it to exercise sweeps).
 const sweepFloor = 256
 
 func newMatchList() matchList {
-	return matchList{bins: make(map[uint64]int32), wild: newChain()}
+	return matchList{wild: newChain()}
 }
 
 // pushBack appends entry i to chain c.
@@ -92,20 +93,19 @@ func (t *Table) link(i int32) {
 	l := &t.lists[e.list]
 	l.n++
 	if !t.cfg.Matching || e.ignoreBits != 0 {
-		e.bin = nilIdx
+		e.hashed = false
 		t.pushBack(&l.wild, i)
 		return
 	}
-	b, ok := l.bins[e.matchBits]
-	if !ok {
-		b = t.newBin()
-		l.bins[e.matchBits] = b
-	} else if t.bins[b].head == nilIdx {
+	b := l.bins.lookup(e.matchBits)
+	if b == nil {
+		b = l.bins.insert(e.matchBits)
+	} else if b.head == nilIdx {
 		l.empty--
 	}
 	l.hashed++
-	e.bin = b
-	t.pushBack(&t.bins[b], i)
+	e.hashed = true
+	t.pushBack(&b.chain, i)
 }
 
 // unlinkEntry takes a linked entry i out of its list.
@@ -113,43 +113,19 @@ func (t *Table) unlinkEntry(i int32) {
 	e := &t.ar.e[i]
 	l := &t.lists[e.list]
 	l.n--
-	b := e.bin
-	if b == nilIdx {
+	if !e.hashed {
 		t.remove(&l.wild, i)
 		return
 	}
-	e.bin = nilIdx
+	e.hashed = false
 	l.hashed--
-	t.remove(&t.bins[b], i)
-	if t.bins[b].head == nilIdx {
+	b := l.bins.lookup(e.matchBits)
+	t.remove(&b.chain, i)
+	if b.head == nilIdx {
 		l.empty++
 		if l.empty > t.sweepFloor && l.empty > l.hashed {
-			t.sweep(l)
+			l.bins.sweep(l.hashed)
+			l.empty = 0
 		}
 	}
-}
-
-// sweep drops the empty bins of l. Its cost is amortized over the unlinks that emptied
-// them.
-func (t *Table) sweep(l *matchList) {
-	for k, b := range l.bins {
-		if t.bins[b].head == nilIdx {
-			delete(l.bins, k)
-			t.binFree = append(t.binFree, b)
-		}
-	}
-	l.empty = 0
-}
-
-// newBin returns the index of an empty hash bin, reusing a dropped one when possible.
-// Bins live in one dense slice (Table.bins), so that the entry arena holds no pointers.
-func (t *Table) newBin() int32 {
-	if n := len(t.binFree); n > 0 {
-		b := t.binFree[n-1]
-		t.binFree = t.binFree[:n-1]
-		t.bins[b] = newChain()
-		return b
-	}
-	t.bins = append(t.bins, newChain())
-	return int32(len(t.bins) - 1)
 }

@@ -100,8 +100,8 @@ func (t *Table) find(l *matchList, h *Header) int32 {
 	}
 	best := nilIdx
 	var bestSeq uint64
-	if b, ok := l.bins[h.MatchBits]; ok {
-		for i := t.bins[b].head; i != nilIdx; {
+	if b := l.bins.lookup(h.MatchBits); b != nil {
+		for i := b.head; i != nilIdx; {
 			e := &t.ar.e[i]
 			if t.accepts(&e.criteria, e.offset, h) {
 				best, bestSeq = i, e.seq

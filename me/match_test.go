@@ -402,7 +402,7 @@ func TestEmptyBinsSwept(t *testing.T) {
 		if res, _ := tb.Match(&h, nil); res.UserPtr != 2 || !res.Unlinked {
 			t.Fatalf("match %d: %+v", i, res)
 		}
-		if n := len(tb.lists[ListPriority].bins); n > tb.sweepFloor+2 {
+		if n := tb.lists[ListPriority].bins.len(); n > tb.sweepFloor+2 {
 			t.Fatalf("after %d: %d bins held", i, n)
 		}
 	}
@@ -410,8 +410,8 @@ func TestEmptyBinsSwept(t *testing.T) {
 	if res, _ := tb.Match(&h, nil); res.UserPtr != 1 {
 		t.Fatalf("persistent entry lost: %+v", res)
 	}
-	if len(tb.bins) > tb.sweepFloor+3 {
-		t.Fatalf("%d bins allocated", len(tb.bins))
+	if n := len(tb.lists[ListPriority].bins.slots); n > 4*tb.sweepFloor {
+		t.Fatalf("%d bin slots allocated", n)
 	}
 }
 

@@ -124,7 +124,7 @@ func (t *Table) Append(e Entry, l List, out []Event) (Handle, []Event, error) {
 	n := &t.ar.e[i]
 	n.criteria = criteriaOf(&e)
 	n.uid, n.userPtr, n.minFree = e.UID, e.UserPtr, e.MinFree
-	n.offset, n.pending, n.bin = 0, 0, nilIdx
+	n.offset, n.pending, n.hashed = 0, 0, false
 	n.list = l
 	n.prev, n.next = nilIdx, nilIdx
 	h := makeHandle(i, n.gen)
