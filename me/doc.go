@@ -48,7 +48,8 @@
 // # Performance
 //
 // Exact-match entries (IgnoreBits == 0) sit in hash bins keyed by their match bits, with
-// the source checked in the bin; wildcard entries sit in one ordered list. Every entry has
+// the source checked in the bin (an open-addressing table whose slots hold each bin's
+// chain inline); wildcard entries sit in one ordered list. Every entry has
 // a sequence number, and the first accepting entry in list order (the smallest sequence
 // number among the best of the bin and the best of the ordered list) wins: the ordered
 // list is scanned only up to the bin's candidate. Entries live in an arena of 128-byte

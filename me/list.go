@@ -35,8 +35,8 @@ func newChain() chain { return chain{head: nilIdx, tail: nilIdx} }
 // has a sequence number that grows with link order, so the first entry in list order that
 // accepts a message is the accepting entry with the smallest sequence number.
 //
-// A bin that empties stays in the map, so that a use-once entry re-posted with the same
-// match bits (the common MPI pattern) costs no map insertion; empty bins are swept once
+// A bin that empties stays in the bin table, so that a use-once entry re-posted with the same
+// match bits (the common MPI pattern) costs no insertion; empty bins are swept once
 // they outnumber both a floor and the list's hashed entries, which bounds the memory a
 // stream of distinct match bits can hold.
 type matchList struct {
@@ -44,7 +44,7 @@ type matchList struct {
 	wild   chain
 	n      int // linked entries
 	hashed int // linked entries in bins
-	empty  int // bins in the map with no entry
+	empty  int // bins in the bin table with no entry
 }
 
 // sweepFloor is the number of empty bins always tolerated before a sweep (the sweep cost
