@@ -454,7 +454,8 @@ func (c *Cache[R]) Limits() (maxEntries int, maxBytes, memlock uint64) {
 }
 
 // Close drops every entry and stops the subscription. Regions still held stay valid
-// until their Release, which deregisters them. Acquire then fails with ErrClosed.
+// until their Release, which deregisters them. Acquire then fails with ErrClosed;
+// Close must not run concurrently with an Acquire.
 func (c *Cache[R]) Close() error {
 	c.mu.Lock()
 	if c.closed.Load() {

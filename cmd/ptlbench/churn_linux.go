@@ -48,12 +48,14 @@ func init() {
 // succeeds on registered ranges as it does under a long-term pin.
 type populatePin struct{}
 
+// Register populates mem for writing.
 func (populatePin) Register(mem []byte) (regcache.Pin, error) {
 	if err := unix.Madvise(mem, unix.MADV_POPULATE_WRITE); err != nil {
 		return regcache.Pin{}, err
 	}
 	return regcache.Pin{Addr: uintptr(unsafe.Pointer(unsafe.SliceData(mem))), Len: uintptr(len(mem))}, nil
 }
+// Deregister has nothing to undo.
 func (populatePin) Deregister(regcache.Pin) error { return nil }
 
 // Mutation kinds.
