@@ -55,6 +55,7 @@ func (populatePin) Register(mem []byte) (regcache.Pin, error) {
 	}
 	return regcache.Pin{Addr: uintptr(unsafe.Pointer(unsafe.SliceData(mem))), Len: uintptr(len(mem))}, nil
 }
+
 // Deregister has nothing to undo.
 func (populatePin) Deregister(regcache.Pin) error { return nil }
 
