@@ -1,0 +1,240 @@
+package portals
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/goportals/goportals/eq"
+	"github.com/goportals/goportals/md"
+	"github.com/goportals/goportals/me"
+)
+
+// MESpec describes a match entry (ptl_me_t): the memory it exposes (Start, or
+// Iovecs), its counting event, the user allowed, options, the initiator it accepts
+// (MatchID, with NIDAny/PIDAny/RankAny wildcards), the match and ignore bits, and
+// min_free for locally managed entries.
+type MESpec struct {
+	Start      []byte
+	Iovecs     [][]byte
+	CT         *CT
+	UID        UID
+	Options    MEOptions
+	MatchID    ProcessID
+	MatchBits  MatchBits
+	IgnoreBits MatchBits
+	MinFree    uint64
+}
+
+// LESpec describes a list entry (ptl_le_t), the form of an entry on an NI without
+// matching.
+type LESpec struct {
+	Start   []byte
+	Iovecs  [][]byte
+	CT      *CT
+	UID     UID
+	Options MEOptions
+}
+
+// entry is the engine state of an ME or LE: its memory and counting event.
+type entry struct {
+	mem     md.Memory
+	ct      *CT
+	userPtr uint64
+	pinned  *md.Pinned
+}
+
+func (e *entry) release() {
+	if e.pinned != nil {
+		e.pinned.Release()
+		e.pinned = nil
+	}
+}
+
+// ME is a match entry handle (ptl_handle_me_t); an LE handle is the same type on
+// an NI without matching.
+type ME struct {
+	ni *NI
+	t  *pt
+	h  me.Handle
+	e  *entry
+}
+
+// LE is a list entry handle (ptl_handle_le_t).
+type LE = ME
+
+func memoryOf(start []byte, iov [][]byte, iovec bool) (md.Memory, error) {
+	if iovec {
+		return md.Iovecs(iov)
+	}
+	return md.Bytes(start), nil
+}
+
+// MEAppend appends a match entry to a list of a portal table entry (PtlMEAppend).
+func (ni *NI) MEAppend(idx PTIndex, s MESpec, list List, userPtr uint64) (*ME, error) {
+	if !ni.Matching() {
+		return nil, opErr("PtlMEAppend", ArgInvalid, fmt.Errorf("NI without matching: use LEAppend"))
+	}
+	return ni.appendEntry("PtlMEAppend", idx, me.Entry{UID: s.UID, Options: s.Options, MatchID: s.MatchID,
+		MatchBits: s.MatchBits, IgnoreBits: s.IgnoreBits, MinFree: s.MinFree, UserPtr: userPtr},
+		s.Start, s.Iovecs, s.CT, list)
+}
+
+// LEAppend appends a list entry (PtlLEAppend).
+func (ni *NI) LEAppend(idx PTIndex, s LESpec, list List, userPtr uint64) (*LE, error) {
+	if ni.Matching() {
+		return nil, opErr("PtlLEAppend", ArgInvalid, fmt.Errorf("NI with matching: use MEAppend"))
+	}
+	return ni.appendEntry("PtlLEAppend", idx, me.Entry{UID: s.UID, Options: s.Options, UserPtr: userPtr},
+		s.Start, s.Iovecs, s.CT, list)
+}
+
+func (ni *NI) appendEntry(op string, idx PTIndex, ent me.Entry, start []byte, iov [][]byte, ct *CT, list List) (*ME, error) {
+	if err := ni.check(op); err != nil {
+		return nil, err
+	}
+	mem, err := memoryOf(start, iov, ent.Options&me.IsAccessible == 0 && iov != nil)
+	if err != nil {
+		return nil, opErr(op, ArgInvalid, err)
+	}
+	if ct != nil && ct.ni != ni {
+		return nil, opErr(op, ArgInvalid, fmt.Errorf("counting event of another NI"))
+	}
+	ent.Length = mem.Len()
+	ni.mu.Lock()
+	defer ni.mu.Unlock()
+	t := ni.ptAt(idx)
+	if t == nil {
+		return nil, opErr(op, ArgInvalid, fmt.Errorf("portal index %d not allocated", idx))
+	}
+	if t.opts&PTOnlyUseOnce != 0 && ent.Options&me.UseOnce == 0 {
+		return nil, opErr(op, ArgInvalid, fmt.Errorf("portal table entry takes only use-once entries"))
+	}
+	if t.opts&PTOnlyTruncate != 0 && ent.Options&me.NoTruncate != 0 {
+		return nil, opErr(op, ArgInvalid, fmt.Errorf("portal table entry takes only truncating entries"))
+	}
+	e := &entry{mem: mem, ct: ct, userPtr: ent.UserPtr}
+	h, evs, err := t.table.Append(ent, list, ni.evbuf[:0])
+	if err != nil {
+		return nil, opErr(op, meErrno(err), err)
+	}
+	t.entries[h] = e
+	ni.deliverAll(t, evs)
+	return &ME{ni: ni, t: t, h: h, e: e}, nil
+}
+
+func meErrno(err error) Errno {
+	switch {
+	case errors.Is(err, me.ErrListTooLong):
+		return ListTooLong
+	case errors.Is(err, me.ErrNoSpace):
+		return NoSpace
+	}
+	return ArgInvalid
+}
+
+// Unlink removes the entry (PtlMEUnlink / PtlLEUnlink).
+func (m *ME) Unlink() error {
+	const op = "PtlMEUnlink"
+	if m == nil || m.ni == nil {
+		return opErr(op, ArgInvalid, nil)
+	}
+	ni := m.ni
+	ni.mu.Lock()
+	defer ni.mu.Unlock()
+	if err := m.t.table.Unlink(m.h); err != nil {
+		return opErr(op, ArgInvalid, err)
+	}
+	if e := m.t.entries[m.h]; e != nil {
+		e.release()
+		delete(m.t.entries, m.h)
+	}
+	return nil
+}
+
+// MESearch searches the unexpected headers of a portal table entry with a match
+// entry that is never linked (PtlMESearch).
+func (ni *NI) MESearch(idx PTIndex, s MESpec, sop SearchOp, userPtr uint64) error {
+	return ni.search("PtlMESearch", idx, me.Entry{UID: s.UID, Options: s.Options, MatchID: s.MatchID,
+		MatchBits: s.MatchBits, IgnoreBits: s.IgnoreBits, MinFree: s.MinFree, UserPtr: userPtr}, sop)
+}
+
+// LESearch is MESearch for list entries (PtlLESearch).
+func (ni *NI) LESearch(idx PTIndex, s LESpec, sop SearchOp, userPtr uint64) error {
+	return ni.search("PtlLESearch", idx, me.Entry{UID: s.UID, Options: s.Options, UserPtr: userPtr}, sop)
+}
+
+func (ni *NI) search(op string, idx PTIndex, ent me.Entry, sop SearchOp) error {
+	if err := ni.check(op); err != nil {
+		return err
+	}
+	ni.mu.Lock()
+	defer ni.mu.Unlock()
+	t := ni.ptAt(idx)
+	if t == nil {
+		return opErr(op, ArgInvalid, fmt.Errorf("portal index %d not allocated", idx))
+	}
+	evs, err := t.table.Search(ent, sop, ni.evbuf[:0])
+	if err != nil {
+		return opErr(op, ArgInvalid, err)
+	}
+	ni.deliverAll(t, evs)
+	return nil
+}
+
+var meKinds = [...]eq.EventKind{
+	me.EventPut: eq.EventPut, me.EventGet: eq.EventGet, me.EventAtomic: eq.EventAtomic,
+	me.EventFetchAtomic: eq.EventFetchAtomic, me.EventPutOverflow: eq.EventPutOverflow,
+	me.EventGetOverflow: eq.EventGetOverflow, me.EventAtomicOverflow: eq.EventAtomicOverflow,
+	me.EventFetchAtomicOverflow: eq.EventFetchAtomicOverflow, me.EventAutoUnlink: eq.EventAutoUnlink,
+	me.EventAutoFree: eq.EventAutoFree, me.EventSearch: eq.EventSearch, me.EventLink: eq.EventLink,
+	me.EventPTDisabled: eq.EventPTDisabled,
+}
+
+// deliverAll posts and counts the events a me operation produced. Called with
+// ni.mu held.
+func (ni *NI) deliverAll(t *pt, evs []me.Event) {
+	for i := range evs {
+		ni.deliver(t, &evs[i], eq.NIOK)
+	}
+	ni.evbuf = evs[:0]
+}
+
+// deliver posts one event to the table's queue and counts it on the entry's
+// counting event, as the entry's options say; fail overrides a successful outcome.
+func (ni *NI) deliver(t *pt, ev *me.Event, fail eq.NIFail) {
+	e := t.entries[ev.Handle]
+	switch ev.Fail {
+	case me.FailNoMatch:
+		fail = eq.NINoMatch
+	case me.FailPTDisabled:
+		fail = eq.NIPTDisabled
+	}
+	if ev.CT && e != nil && e.ct != nil {
+		e.ct.count(fail == eq.NIOK, ev.CTInc)
+	}
+	if ev.Post && t.eq != nil {
+		h := &ev.Header
+		out := eq.Event{Start: ev.LocalOffset, UserPtr: ev.UserPtr, HdrData: h.HdrData, MatchBits: h.MatchBits,
+			RLength: h.Length, MLength: ev.MLength, RemoteOffset: h.RemoteOffset, UID: uint32(h.UID),
+			PTIndex: uint32(t.idx), Type: meKinds[ev.Kind], List: eq.List(ev.List), NIFail: fail,
+			AtomicOp: eq.AtomicOp(h.AtomicOp), AtomicType: eq.AtomicType(h.AtomicType)}
+		if ni.Logical() {
+			out.Initiator.Rank = uint32(h.Initiator.Rank)
+		} else {
+			out.Initiator.NID, out.Initiator.PID = uint32(h.Initiator.NID), uint32(h.Initiator.PID)
+		}
+		t.eq.q.Post(&out)
+	}
+	switch ev.Kind {
+	case me.EventAutoFree:
+		if e != nil {
+			e.release()
+			delete(t.entries, ev.Handle)
+		}
+	case me.EventAutoUnlink:
+		if e != nil && ev.List == me.ListPriority {
+			// An overflow entry stays until AUTO_FREE: unexpected headers refer to its data.
+			delete(t.entries, ev.Handle)
+		}
+	}
+}

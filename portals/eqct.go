@@ -1,0 +1,226 @@
+package portals
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/goportals/goportals/eq"
+)
+
+// eqErr maps an eq error to the Portals code.
+func eqErr(op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, eq.ErrEQDropped):
+		return opErr(op, EQDropped, nil)
+	case errors.Is(err, eq.ErrEQEmpty):
+		return opErr(op, EQEmpty, contextCause(err))
+	case errors.Is(err, eq.ErrCTNoneReached):
+		return opErr(op, CTNoneReached, contextCause(err))
+	case errors.Is(err, eq.ErrInterrupted):
+		return opErr(op, Interrupted, nil)
+	case errors.Is(err, eq.ErrCounterOverflow):
+		return opErr(op, ArgInvalid, err)
+	case errors.Is(err, eq.ErrInvalid), errors.Is(err, eq.ErrFreed):
+		return opErr(op, ArgInvalid, err)
+	}
+	return opErr(op, Fail, err)
+}
+
+func contextCause(err error) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return context.DeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		return context.Canceled
+	}
+	return nil
+}
+
+// EQ is an event queue (ptl_handle_eq_t).
+type EQ struct {
+	ni *NI
+	q  *eq.Queue
+}
+
+// EQAlloc allocates an event queue of count events (PtlEQAlloc).
+func (ni *NI) EQAlloc(count int) (*EQ, error) {
+	const op = "PtlEQAlloc"
+	if err := ni.check(op); err != nil {
+		return nil, err
+	}
+	if count <= 0 {
+		return nil, opErr(op, ArgInvalid, fmt.Errorf("count %d", count))
+	}
+	ni.mu.Lock()
+	defer ni.mu.Unlock()
+	if ni.nEQ >= ni.limits.MaxEQs {
+		return nil, opErr(op, NoSpace, nil)
+	}
+	q, err := eq.NewQueue(count, ni.limits.MaxPTIndex+1)
+	if err != nil {
+		return nil, opErr(op, NoSpace, err)
+	}
+	ni.nEQ++
+	return &EQ{ni: ni, q: q}, nil
+}
+
+// Free releases the queue (PtlEQFree); waiters return Interrupted.
+func (e *EQ) Free() error {
+	if e == nil {
+		return opErr("PtlEQFree", ArgInvalid, nil)
+	}
+	if err := e.q.Free(); err != nil {
+		return eqErr("PtlEQFree", err)
+	}
+	e.ni.mu.Lock()
+	e.ni.nEQ--
+	e.ni.mu.Unlock()
+	return nil
+}
+
+// Get returns the next event without blocking (PtlEQGet): EQEmpty when there is
+// none, EQDropped (with a valid event) after an overflow.
+func (e *EQ) Get() (Event, error) {
+	if e == nil {
+		return Event{}, opErr("PtlEQGet", ArgInvalid, nil)
+	}
+	ev, err := e.q.Get()
+	return ev, eqErr("PtlEQGet", err)
+}
+
+// Wait blocks for the next event (PtlEQWait).
+func (e *EQ) Wait(ctx context.Context) (Event, error) {
+	if e == nil {
+		return Event{}, opErr("PtlEQWait", ArgInvalid, nil)
+	}
+	ev, err := e.q.Wait(ctx)
+	return ev, eqErr("PtlEQWait", err)
+}
+
+// EQPoll waits for an event on any of eqs (PtlEQPoll) and says which delivered it.
+// A context without deadline waits forever; one already expired polls once.
+func EQPoll(ctx context.Context, eqs []*EQ) (Event, int, error) {
+	qs := make([]*eq.Queue, len(eqs))
+	for i, e := range eqs {
+		if e == nil {
+			return Event{}, -1, opErr("PtlEQPoll", ArgInvalid, nil)
+		}
+		qs[i] = e.q
+	}
+	if len(qs) == 0 {
+		return Event{}, -1, opErr("PtlEQPoll", ArgInvalid, fmt.Errorf("no event queues"))
+	}
+	ev, i, err := eq.Poll(ctx, qs)
+	return ev, i, eqErr("PtlEQPoll", err)
+}
+
+// CT is a counting event (ptl_handle_ct_t).
+type CT struct {
+	ni *NI
+	c  *eq.Counter
+}
+
+// CTAlloc allocates a counting event (PtlCTAlloc).
+func (ni *NI) CTAlloc() (*CT, error) {
+	const op = "PtlCTAlloc"
+	if err := ni.check(op); err != nil {
+		return nil, err
+	}
+	ni.mu.Lock()
+	defer ni.mu.Unlock()
+	if ni.nCT >= ni.limits.MaxCTs {
+		return nil, opErr(op, NoSpace, nil)
+	}
+	ni.nCT++
+	return &CT{ni: ni, c: eq.NewCounter()}, nil
+}
+
+// Free releases the counter (PtlCTFree): its pending triggered operations are
+// dropped and its waiters return Interrupted.
+func (c *CT) Free() error {
+	if c == nil {
+		return opErr("PtlCTFree", ArgInvalid, nil)
+	}
+	if err := c.c.Free(); err != nil {
+		return eqErr("PtlCTFree", err)
+	}
+	c.ni.mu.Lock()
+	c.ni.nCT--
+	c.ni.mu.Unlock()
+	return nil
+}
+
+// Get reads the counter (PtlCTGet).
+func (c *CT) Get() (CTEvent, error) {
+	if c == nil {
+		return CTEvent{}, opErr("PtlCTGet", ArgInvalid, nil)
+	}
+	v, err := c.c.Get()
+	return v, eqErr("PtlCTGet", err)
+}
+
+// Wait blocks until success reaches test or a failure is counted (PtlCTWait).
+func (c *CT) Wait(ctx context.Context, test uint64) (CTEvent, error) {
+	if c == nil {
+		return CTEvent{}, opErr("PtlCTWait", ArgInvalid, nil)
+	}
+	v, err := c.c.Wait(ctx, test)
+	return v, eqErr("PtlCTWait", err)
+}
+
+// Set sets the counter (PtlCTSet); triggered operations it reaches fire.
+func (c *CT) Set(v CTEvent) error {
+	if c == nil {
+		return opErr("PtlCTSet", ArgInvalid, nil)
+	}
+	return eqErr("PtlCTSet", c.c.Set(v))
+}
+
+// Inc adds to the counter (PtlCTInc); only one of the two fields may be non-zero.
+func (c *CT) Inc(v CTEvent) error {
+	if c == nil {
+		return opErr("PtlCTInc", ArgInvalid, nil)
+	}
+	return eqErr("PtlCTInc", c.c.Inc(v))
+}
+
+// CancelTriggered drops the counter's pending triggered operations
+// (PtlCTCancelTriggered).
+func (c *CT) CancelTriggered() error {
+	if c == nil {
+		return opErr("PtlCTCancelTriggered", ArgInvalid, nil)
+	}
+	_, err := c.c.CancelTriggered()
+	return eqErr("PtlCTCancelTriggered", err)
+}
+
+// CTPoll waits until one of cts reaches its test (PtlCTPoll) and says which.
+func CTPoll(ctx context.Context, cts []*CT, tests []uint64) (CTEvent, int, error) {
+	if len(cts) == 0 || len(cts) != len(tests) {
+		return CTEvent{}, -1, opErr("PtlCTPoll", ArgInvalid, nil)
+	}
+	cs := make([]*eq.Counter, len(cts))
+	for i, c := range cts {
+		if c == nil {
+			return CTEvent{}, -1, opErr("PtlCTPoll", ArgInvalid, nil)
+		}
+		cs[i] = c.c
+	}
+	v, i, err := eq.PollCounters(ctx, cs, tests)
+	return v, i, eqErr("PtlCTPoll", err)
+}
+
+// count adds one success or failure (or bytes) to c, if any.
+func (c *CT) count(ok bool, n uint64) {
+	if c == nil {
+		return
+	}
+	if ok {
+		c.c.Inc(CTEvent{Success: n})
+	} else {
+		c.c.Inc(CTEvent{Failure: 1})
+	}
+}

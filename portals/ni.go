@@ -1,0 +1,403 @@
+package portals
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/goportals/goportals/internal/verbs"
+	"github.com/goportals/goportals/md"
+	"github.com/goportals/goportals/me"
+)
+
+// maxLimits are the largest limits an NI grants; a desired value above one is cut
+// to it.
+var maxLimits = Limits{
+	MaxEntries: 1 << 20, MaxUnexpectedHeaders: 1 << 16, MaxMDs: 1 << 16, MaxEQs: 1 << 10,
+	MaxCTs: 1 << 12, MaxPTIndex: 255, MaxIovecs: 1 << 16, MaxListSize: 1 << 20,
+	MaxTriggeredOps: 1 << 16, MaxMsgSize: 1<<31 - 1, MaxAtomicSize: eagerMax,
+	MaxFetchAtomicSize: eagerMax, MaxWAWOrderedSize: eagerMax, MaxWAROrderedSize: eagerMax,
+	MaxVolatileSize: eagerMax,
+}
+
+// NI is a network interface (a ptl_handle_ni_t): the portal table, the descriptors
+// and entries bound to it, and the protocol engine that moves its data over one
+// verbs context.
+type NI struct {
+	proc   *Process
+	slot   int
+	opts   NIOptions
+	limits Limits
+	self   ProcessID // physical id
+	rank   int
+	refs   int // NIInit calls not yet matched by Fini (guarded by proc.mu)
+
+	vctx verbs.Context
+	pd   verbs.PD
+	cq   verbs.CQ
+
+	peers   []*peer
+	physMap []ProcessID // rank -> physical id
+
+	mu      sync.Mutex // the engine lock: everything below
+	logical []ProcessID
+	pts     []*pt
+	nMD     int
+	nEQ     int
+	nCT     int
+	ops     map[uint64]*initOp
+	nextOp  uint64
+	tops    map[uint64]*targetOp
+	status  [numSR]atomic.Uint64
+	dead    bool
+	bundle  int
+	evbuf   []me.Event
+	buf1    []byte
+	buf2    []byte
+
+	backlog backlog
+	regOnce sync.Once
+	reg     *md.Registry
+	regErr  error
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+func niSlot(opts NIOptions) (int, bool) {
+	m := opts & (NIMatching | NINoMatching)
+	l := opts & (NILogical | NIPhysical)
+	if opts&^(NIMatching|NINoMatching|NILogical|NIPhysical) != 0 ||
+		(m != NIMatching && m != NINoMatching) || (l != NILogical && l != NIPhysical) {
+		return 0, false
+	}
+	s := 0
+	if m == NINoMatching {
+		s |= 1
+	}
+	if l == NILogical {
+		s |= 2
+	}
+	return s, true
+}
+
+func grant(desired, max int) int {
+	if desired > 0 && desired < max {
+		return desired
+	}
+	return max
+}
+
+func grant64(desired, max uint64) uint64 {
+	if desired > 0 && desired < max {
+		return desired
+	}
+	return max
+}
+
+// NIInit initializes (or, when it exists, references again) the network interface
+// with the given options (PtlNIInit). It is collective: every rank of the job calls
+// it with the same options in the same order, since the NIs connect to each other.
+func (p *Process) NIInit(iface Interface, opts NIOptions, pid PID, desired *Limits) (*NI, error) {
+	const name = "PtlNIInit"
+	if iface != IfaceDefault && iface != 0 {
+		return nil, opErr(name, ArgInvalid, fmt.Errorf("no interface %d", iface))
+	}
+	slot, ok := niSlot(opts)
+	if !ok {
+		return nil, opErr(name, ArgInvalid, fmt.Errorf("options %#x", uint32(opts)))
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ni := p.nis[slot]; ni != nil {
+		ni.refs++
+		return ni, nil
+	}
+	lim := maxLimits
+	if d := desired; d != nil {
+		lim = Limits{
+			MaxEntries: grant(d.MaxEntries, lim.MaxEntries), MaxUnexpectedHeaders: grant(d.MaxUnexpectedHeaders, lim.MaxUnexpectedHeaders),
+			MaxMDs: grant(d.MaxMDs, lim.MaxMDs), MaxEQs: grant(d.MaxEQs, lim.MaxEQs), MaxCTs: grant(d.MaxCTs, lim.MaxCTs),
+			MaxPTIndex: grant(d.MaxPTIndex, lim.MaxPTIndex), MaxIovecs: grant(d.MaxIovecs, lim.MaxIovecs),
+			MaxListSize: grant(d.MaxListSize, lim.MaxListSize), MaxTriggeredOps: grant(d.MaxTriggeredOps, lim.MaxTriggeredOps),
+			MaxMsgSize: grant64(d.MaxMsgSize, lim.MaxMsgSize), MaxAtomicSize: grant64(d.MaxAtomicSize, lim.MaxAtomicSize),
+			MaxFetchAtomicSize: grant64(d.MaxFetchAtomicSize, lim.MaxFetchAtomicSize),
+			MaxWAWOrderedSize:  grant64(d.MaxWAWOrderedSize, lim.MaxWAWOrderedSize),
+			MaxWAROrderedSize:  grant64(d.MaxWAROrderedSize, lim.MaxWAROrderedSize),
+			MaxVolatileSize:    grant64(d.MaxVolatileSize, lim.MaxVolatileSize),
+		}
+	}
+	rank := p.rt.Rank()
+	if pid == PIDAny {
+		pid = PID(rank)
+	}
+	ni := &NI{proc: p, slot: slot, opts: opts, limits: lim, rank: rank, refs: 1,
+		self: ProcessID{NID: 0, PID: pid, Rank: Rank(rank)},
+		pts:  make([]*pt, lim.MaxPTIndex+1), ops: map[uint64]*initOp{}, tops: map[uint64]*targetOp{},
+		stop: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := ni.connect(ctx); err != nil {
+		ni.release()
+		if errors.Is(err, verbs.ErrMemlock) || errors.Is(err, verbs.ErrNoResources) {
+			return nil, opErr(name, NoSpace, err)
+		}
+		return nil, opErr(name, Fail, err)
+	}
+	ni.wg.Add(1)
+	go ni.run()
+	p.nis[slot] = ni
+	return ni, nil
+}
+
+// connect opens the verbs objects, creates a queue pair per rank, exchanges the
+// addresses and physical ids through the runtime, and connects.
+func (ni *NI) connect(ctx context.Context) error {
+	var err error
+	if ni.vctx, err = ni.proc.dev.Open(); err != nil {
+		return err
+	}
+	if ni.pd, err = ni.vctx.AllocPD(); err != nil {
+		return err
+	}
+	rt := ni.proc.rt
+	size := rt.Size()
+	if ni.cq, err = ni.vctx.CreateCQ(size*(recvDepth+sendDepth) + 64); err != nil {
+		return err
+	}
+	ni.peers = make([]*peer, size)
+	for r := range ni.peers {
+		if ni.peers[r], err = ni.newPeer(r); err != nil {
+			return err
+		}
+		if err := rt.Put(fmt.Sprintf("ni%d.qp%d", ni.slot, r), ni.peers[r].qp.Address()); err != nil {
+			return err
+		}
+	}
+	var id [8]byte
+	binary.LittleEndian.PutUint32(id[0:], uint32(ni.self.NID))
+	binary.LittleEndian.PutUint32(id[4:], uint32(ni.self.PID))
+	if err := rt.Put(fmt.Sprintf("ni%d.id", ni.slot), id[:]); err != nil {
+		return err
+	}
+	if err := rt.Fence(ctx); err != nil {
+		return err
+	}
+	ni.physMap = make([]ProcessID, size)
+	for r := range ni.peers {
+		addr, err := rt.Get(ctx, r, fmt.Sprintf("ni%d.qp%d", ni.slot, ni.rank))
+		if err != nil {
+			return err
+		}
+		if err := ni.peers[r].qp.Connect(addr); err != nil {
+			return err
+		}
+		v, err := rt.Get(ctx, r, fmt.Sprintf("ni%d.id", ni.slot))
+		if err != nil || len(v) != 8 {
+			return fmt.Errorf("physical id of rank %d: %v", r, err)
+		}
+		ni.physMap[r] = ProcessID{NID: NID(binary.LittleEndian.Uint32(v)), PID: PID(binary.LittleEndian.Uint32(v[4:])), Rank: Rank(r)}
+	}
+	for _, pr := range ni.peers {
+		if err := pr.postRecvs(); err != nil {
+			return err
+		}
+	}
+	ni.logical = append([]ProcessID(nil), ni.physMap...)
+	return nil
+}
+
+// release closes the verbs objects (the context closes what it holds).
+func (ni *NI) release() {
+	for _, pr := range ni.peers {
+		if pr != nil {
+			pr.close()
+		}
+	}
+	if ni.vctx != nil {
+		ni.vctx.Close()
+	}
+}
+
+// Fini releases one NIInit (PtlNIFini); the last one tears the NI down: its
+// entries, descriptors and queues are released and its connections closed.
+func (ni *NI) Fini() error {
+	p := ni.proc
+	p.mu.Lock()
+	if p.nis[ni.slot] != ni {
+		p.mu.Unlock()
+		return opErr("PtlNIFini", ArgInvalid, fmt.Errorf("NI already finalized"))
+	}
+	if ni.refs--; ni.refs > 0 {
+		p.mu.Unlock()
+		return nil
+	}
+	p.nis[ni.slot] = nil
+	p.mu.Unlock()
+	ni.shutdown()
+	return nil
+}
+
+func (ni *NI) shutdown() {
+	ni.mu.Lock()
+	if ni.dead {
+		ni.mu.Unlock()
+		return
+	}
+	ni.dead = true
+	ni.mu.Unlock()
+	close(ni.stop)
+	ni.wg.Wait()
+	ni.mu.Lock()
+	for _, t := range ni.pts {
+		if t != nil {
+			t.releaseEntries()
+		}
+	}
+	ni.mu.Unlock()
+	if ni.reg != nil {
+		ni.reg.Close()
+	}
+	ni.release()
+}
+
+func (ni *NI) check(op string) error {
+	if ni == nil {
+		return opErr(op, ArgInvalid, fmt.Errorf("nil NI"))
+	}
+	if ni.dead {
+		return opErr(op, ArgInvalid, fmt.Errorf("NI finalized"))
+	}
+	return nil
+}
+
+// Limits returns the limits the NI granted (the actual limits of PtlNIInit).
+func (ni *NI) Limits() Limits { return ni.limits }
+
+// Options returns the NI's options.
+func (ni *NI) Options() NIOptions { return ni.opts }
+
+// Matching reports whether the NI matches (NIMatching).
+func (ni *NI) Matching() bool { return ni.opts&NIMatching != 0 }
+
+// Logical reports whether the NI addresses by rank (NILogical).
+func (ni *NI) Logical() bool { return ni.opts&NILogical != 0 }
+
+// ID returns the NI's process id (PtlGetId): the rank on a logical NI, NID and
+// PID on a physical one.
+func (ni *NI) ID() (ProcessID, error) {
+	if err := ni.check("PtlGetId"); err != nil {
+		return ProcessID{}, err
+	}
+	if ni.Logical() {
+		return ProcessID{Rank: Rank(ni.rank)}, nil
+	}
+	return ProcessID{NID: ni.self.NID, PID: ni.self.PID}, nil
+}
+
+// PhysID returns the NI's physical id (PtlGetPhysId).
+func (ni *NI) PhysID() (ProcessID, error) {
+	if err := ni.check("PtlGetPhysId"); err != nil {
+		return ProcessID{}, err
+	}
+	return ProcessID{NID: ni.self.NID, PID: ni.self.PID}, nil
+}
+
+// UID returns the user id of the process (PtlGetUid).
+func (ni *NI) UID() (UID, error) {
+	if err := ni.check("PtlGetUid"); err != nil {
+		return 0, err
+	}
+	return ni.proc.uid, nil
+}
+
+// Status reads a status register (PtlNIStatus).
+func (ni *NI) Status(sr SR) (uint64, error) {
+	if err := ni.check("PtlNIStatus"); err != nil {
+		return 0, err
+	}
+	if sr < 0 || sr >= numSR {
+		return 0, opErr("PtlNIStatus", ArgInvalid, fmt.Errorf("status register %d", sr))
+	}
+	return ni.status[sr].Load(), nil
+}
+
+// SetMap sets the rank-to-physical-id map of a logical NI (PtlSetMap).
+func (ni *NI) SetMap(m []ProcessID) error {
+	const op = "PtlSetMap"
+	if err := ni.check(op); err != nil {
+		return err
+	}
+	if !ni.Logical() {
+		return opErr(op, ArgInvalid, fmt.Errorf("physical NI"))
+	}
+	if len(m) == 0 {
+		return opErr(op, ArgInvalid, fmt.Errorf("empty map"))
+	}
+	for _, id := range m {
+		if _, ok := ni.rankOfPhys(id); !ok {
+			return opErr(op, ArgInvalid, fmt.Errorf("no process %d:%d in the job", id.NID, id.PID))
+		}
+	}
+	ni.mu.Lock()
+	ni.logical = append(ni.logical[:0], m...)
+	ni.mu.Unlock()
+	return nil
+}
+
+// Map returns the logical map (PtlGetMap).
+func (ni *NI) Map() ([]ProcessID, error) {
+	if err := ni.check("PtlGetMap"); err != nil {
+		return nil, err
+	}
+	ni.mu.Lock()
+	defer ni.mu.Unlock()
+	return append([]ProcessID(nil), ni.logical...), nil
+}
+
+// rankOfPhys finds the job rank of a physical id.
+func (ni *NI) rankOfPhys(id ProcessID) (int, bool) {
+	for r, p := range ni.physMap {
+		if p.NID == id.NID && p.PID == id.PID {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// peerOf resolves a target id to its connection. Called with ni.mu held.
+func (ni *NI) peerOf(target ProcessID) (*peer, bool) {
+	if ni.Logical() {
+		if int(target.Rank) >= len(ni.logical) {
+			return nil, false
+		}
+		r, ok := ni.rankOfPhys(ni.logical[target.Rank])
+		if !ok {
+			return nil, false
+		}
+		return ni.peers[r], true
+	}
+	r, ok := ni.rankOfPhys(target)
+	if !ok {
+		return nil, false
+	}
+	return ni.peers[r], true
+}
+
+// initiatorID is how this NI names itself in the messages it sends.
+func (ni *NI) initiatorID() ProcessID {
+	id := ni.self
+	if ni.Logical() {
+		for r, p := range ni.logical {
+			if p.NID == id.NID && p.PID == id.PID {
+				id.Rank = Rank(r)
+				break
+			}
+		}
+	}
+	return id
+}

@@ -1,0 +1,288 @@
+package portals
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/goportals/goportals/eq"
+	"github.com/goportals/goportals/md"
+)
+
+// op is an initiator operation in flight.
+type initOp struct {
+	id       uint64
+	kind     uint8
+	md       *MD // the descriptor whose data goes out (put, atomic, fetch/swap put side) or, for get, comes in
+	getMD    *MD // fetch and swap: where the old data comes back
+	getOff   uint64
+	localOff uint64
+	length   uint64
+	userPtr  uint64
+	ack      AckReq
+	pt       PTIndex
+	match    uint64
+	roff     uint64
+	hdrData  uint64
+	atomOp   AtomicOp
+	atomType AtomicType
+	pinned   *md.Pinned
+	pr       *peer
+	long     bool
+}
+
+// Put starts a put (PtlPut): length bytes of m from localOffset to the entry that
+// matches at target's portal index pt.
+func Put(m *MD, localOffset, length uint64, ack AckReq, target ProcessID, pt PTIndex, match MatchBits,
+	remoteOffset uint64, userPtr uint64, hdrData uint64) error {
+	o := initOp{kind: msgPut, md: m, localOff: localOffset, length: length, userPtr: userPtr, ack: ack, pt: pt,
+		match: match, roff: remoteOffset, hdrData: hdrData}
+	return m.ni.start("PtlPut", &o, target, nil)
+}
+
+// Get starts a get (PtlGet): length bytes from the matching entry into m at localOffset.
+func Get(m *MD, localOffset, length uint64, target ProcessID, pt PTIndex, match MatchBits,
+	remoteOffset uint64, userPtr uint64) error {
+	o := initOp{kind: msgGet, md: m, localOff: localOffset, length: length, userPtr: userPtr, pt: pt,
+		match: match, roff: remoteOffset}
+	return m.ni.start("PtlGet", &o, target, nil)
+}
+
+// Atomic starts an atomic (PtlAtomic): the target applies aop element-wise with the
+// operand data of m at localOffset.
+func Atomic(m *MD, localOffset, length uint64, ack AckReq, target ProcessID, pt PTIndex, match MatchBits,
+	remoteOffset uint64, userPtr uint64, hdrData uint64, aop AtomicOp, dt AtomicType) error {
+	o := initOp{kind: msgAtomic, md: m, localOff: localOffset, length: length, userPtr: userPtr, ack: ack, pt: pt,
+		match: match, roff: remoteOffset, hdrData: hdrData, atomOp: aop, atomType: dt}
+	return m.ni.start("PtlAtomic", &o, target, nil)
+}
+
+// FetchAtomic starts a fetching atomic (PtlFetchAtomic): the old target data comes
+// back into getMD at getOffset.
+func FetchAtomic(getMD *MD, getOffset uint64, putMD *MD, putOffset uint64, length uint64, target ProcessID,
+	pt PTIndex, match MatchBits, remoteOffset uint64, userPtr uint64, hdrData uint64, aop AtomicOp, dt AtomicType) error {
+	o := initOp{kind: msgFetch, md: putMD, getMD: getMD, getOff: getOffset, localOff: putOffset, length: length,
+		userPtr: userPtr, pt: pt, match: match, roff: remoteOffset, hdrData: hdrData, atomOp: aop, atomType: dt}
+	return putMD.ni.start("PtlFetchAtomic", &o, target, nil)
+}
+
+// Swap starts a swap (PtlSwap): SWAP, the conditional swaps (operand is the
+// comparison value) or MSWAP (operand is the mask); the old data comes back into getMD.
+func Swap(getMD *MD, getOffset uint64, putMD *MD, putOffset uint64, length uint64, target ProcessID,
+	pt PTIndex, match MatchBits, remoteOffset uint64, userPtr uint64, hdrData uint64, operand []byte,
+	aop AtomicOp, dt AtomicType) error {
+	o := initOp{kind: msgSwap, md: putMD, getMD: getMD, getOff: getOffset, localOff: putOffset, length: length,
+		userPtr: userPtr, pt: pt, match: match, roff: remoteOffset, hdrData: hdrData, atomOp: aop, atomType: dt}
+	return putMD.ni.start("PtlSwap", &o, target, operand)
+}
+
+// copyOp moves an operation record to the heap (the API functions build it on the stack).
+func copyOp(o *initOp) *initOp {
+	c := *o
+	return &c
+}
+
+// validate checks an operation's arguments against its descriptors and limits.
+func (ni *NI) validate(o *initOp, operand []byte) error {
+	if o.md.released || (o.getMD != nil && (o.getMD.ni != ni || o.getMD.released)) {
+		return fmt.Errorf("descriptor released or of another NI")
+	}
+	if o.localOff > o.md.mem.Len() || o.length > o.md.mem.Len()-o.localOff {
+		return fmt.Errorf("[%d, +%d) outside the descriptor of %d bytes", o.localOff, o.length, o.md.mem.Len())
+	}
+	if o.getMD != nil && (o.getOff > o.getMD.mem.Len() || o.length > o.getMD.mem.Len()-o.getOff) {
+		return fmt.Errorf("[%d, +%d) outside the get descriptor of %d bytes", o.getOff, o.length, o.getMD.mem.Len())
+	}
+	if o.length > ni.limits.MaxMsgSize {
+		return fmt.Errorf("length %d above max_msg_size %d", o.length, ni.limits.MaxMsgSize)
+	}
+	if o.ack > OCAckReq {
+		return fmt.Errorf("ack request %d", o.ack)
+	}
+	if int(o.pt) > ni.limits.MaxPTIndex {
+		return fmt.Errorf("portal index %d above max_pt_index", o.pt)
+	}
+	switch o.kind {
+	case msgAtomic, msgFetch, msgSwap:
+		max := ni.limits.MaxAtomicSize
+		if o.kind != msgAtomic {
+			max = ni.limits.MaxFetchAtomicSize
+		}
+		if o.length > max {
+			return fmt.Errorf("atomic of %d bytes above the limit %d", o.length, max)
+		}
+		if err := checkAtomic(o.atomOp, o.atomType, o.length, o.kind == msgSwap); err != nil {
+			return err
+		}
+		if o.kind == msgFetch && o.atomOp >= eq.OpSwap {
+			return fmt.Errorf("%v needs PtlSwap", o.atomOp)
+		}
+		if o.kind == msgSwap && o.atomOp >= eq.OpCSwap && len(operand) < o.atomType.Size() {
+			return fmt.Errorf("%v needs an operand of %d bytes", o.atomOp, o.atomType.Size())
+		}
+	}
+	return nil
+}
+
+// start validates and issues an initiator operation.
+func (ni *NI) start(name string, o *initOp, target ProcessID, operand []byte) error {
+	if o.md == nil || o.md.ni == nil {
+		return opErr(name, ArgInvalid, fmt.Errorf("nil descriptor"))
+	}
+	if err := ni.check(name); err != nil {
+		return err
+	}
+	ni.mu.Lock()
+	if err := ni.validate(o, operand); err != nil {
+		ni.mu.Unlock()
+		code := ArgInvalid
+		if errorsIsNotSupported(err) {
+			code = Fail
+		}
+		return opErr(name, code, err)
+	}
+	pr, ok := ni.peerOf(target)
+	if !ok {
+		ni.mu.Unlock()
+		return opErr(name, ArgInvalid, fmt.Errorf("no process %+v in the job", target))
+	}
+	ni.nextOp++
+	o.id, o.pr = ni.nextOp, pr
+	o.md.inflight++
+	if o.getMD != nil {
+		o.getMD.inflight++
+	}
+	o = copyOp(o)
+	ni.ops[o.id] = o
+	ni.mu.Unlock()
+
+	err := ni.issue(o, operand)
+	if err != nil {
+		ni.mu.Lock()
+		ni.finish(o)
+		ni.mu.Unlock()
+		return opErr(name, Fail, err)
+	}
+	return nil
+}
+
+// issue sends the request message of o, inline or with the region of a long transfer.
+func (ni *NI) issue(o *initOp, operand []byte) error {
+	self := ni.initiatorID()
+	h := header{kind: o.kind, ack: uint8(o.ack), atomOp: uint8(o.atomOp), atomType: uint8(o.atomType),
+		pt: uint32(o.pt), uid: uint32(ni.proc.uid), match: o.match, roff: o.roff, length: o.length,
+		hdrData: o.hdrData, opid: o.id, rank: uint32(self.Rank), nid: uint32(self.NID), pid: uint32(self.PID)}
+	var parts [4][]byte
+	switch {
+	case o.kind == msgGet && o.length <= eagerMax:
+		return o.pr.send(&h)
+	case o.length <= eagerMax && o.kind != msgGet:
+		pieces, err := o.md.mem.Slices(o.localOff, o.length, parts[:0])
+		if err != nil {
+			return err
+		}
+		if len(pieces) > 3 {
+			buf := make([]byte, o.length)
+			o.md.mem.ReadAt(buf, o.localOff)
+			pieces = append(pieces[:0], buf)
+		}
+		if o.kind == msgSwap && o.atomOp >= eq.OpCSwap {
+			h.flags |= hfOperand
+			pieces = append(pieces, operand[:o.atomType.Size()])
+		}
+		if err := o.pr.send(&h, pieces...); err != nil {
+			return err
+		}
+		ni.sent(o)
+		return nil
+	}
+	// Long transfer: the target reads from (put) or writes into (get) our region.
+	reg, err := ni.registry()
+	if err != nil {
+		return err
+	}
+	p, err := reg.Pin(o.md.mem, o.localOff, o.length)
+	if err != nil {
+		return err
+	}
+	segs := p.Remote(nil)
+	if len(segs) > eagerMax/16 {
+		p.Release()
+		return fmt.Errorf("%d memory segments in one transfer (at most %d): %w", len(segs), eagerMax/16, ErrNotSupported)
+	}
+	buf := make([]byte, 16*len(segs))
+	for i, s := range segs {
+		putSeg(buf[16*i:], s)
+	}
+	ni.mu.Lock()
+	o.pinned, o.long = p, true
+	ni.mu.Unlock()
+	h.flags |= hfLong
+	return o.pr.send(&h, buf)
+}
+
+// sent records that an eager request left: the SEND event, and completion of a put
+// or atomic that expects no answer. Called without ni.mu.
+func (ni *NI) sent(o *initOp) {
+	ni.mu.Lock()
+	defer ni.mu.Unlock()
+	if o.kind == msgPut || o.kind == msgAtomic || o.kind == msgFetch || o.kind == msgSwap {
+		ni.initEvent(o, o.md, eq.EventSend, eq.NIOK, o.length, o.roff, 0)
+	}
+	if (o.kind == msgPut || o.kind == msgAtomic) && o.ack == NoAckReq {
+		ni.finish(o)
+	}
+}
+
+// finish forgets a completed operation. Called with ni.mu held.
+func (ni *NI) finish(o *initOp) {
+	if _, ok := ni.ops[o.id]; !ok {
+		return
+	}
+	delete(ni.ops, o.id)
+	o.md.inflight--
+	if o.getMD != nil {
+		o.getMD.inflight--
+	}
+	if o.pinned != nil {
+		o.pinned.Release()
+		o.pinned = nil
+	}
+}
+
+// initEvent posts and counts an initiator event on md's queue and counter, as the
+// descriptor's options and the ack kind say. Called with ni.mu held.
+func (ni *NI) initEvent(o *initOp, m *MD, kind eq.EventKind, fail eq.NIFail, mlength, roff uint64, list uint8) {
+	ok := fail == eq.NIOK
+	if m.ct != nil {
+		count := (kind == eq.EventSend && m.opts&MDEventCTSend != 0) ||
+			(kind == eq.EventReply && m.opts&MDEventCTReply != 0) ||
+			(kind == eq.EventAck && m.opts&MDEventCTAck != 0)
+		if count {
+			n := uint64(1)
+			if m.opts&MDEventCTBytes != 0 {
+				n = mlength
+			}
+			m.ct.count(ok, n)
+		}
+	}
+	if m.eq == nil || (ok && m.opts&MDEventSuccessDisable != 0) ||
+		(kind == eq.EventSend && m.opts&MDEventSendDisable != 0) ||
+		(kind == eq.EventAck && o.ack != AckReqFull) {
+		return
+	}
+	m.eq.q.Post(&eq.Event{Type: kind, UserPtr: o.userPtr, MLength: mlength, RLength: o.length,
+		RemoteOffset: roff, PTIndex: uint32(o.pt), NIFail: fail, MatchBits: o.match, HdrData: o.hdrData,
+		List: eq.List(list), AtomicOp: o.atomOp, AtomicType: o.atomType})
+}
+
+func errorsIsNotSupported(err error) bool { return errors.Is(err, ErrNotSupported) }
+
+func putSeg(b []byte, s md.RemoteSegment) {
+	le.PutUint64(b, s.Addr)
+	le.PutUint32(b[8:], uint32(s.Len))
+	le.PutUint32(b[12:], s.RKey)
+}
+
+func getSeg(b []byte) md.RemoteSegment {
+	return md.RemoteSegment{Addr: le.Uint64(b), Len: le.Uint32(b[8:]), RKey: le.Uint32(b[12:])}
+}

@@ -1,0 +1,144 @@
+package portals
+
+import (
+	"errors"
+	"sync"
+	"unsafe"
+
+	"github.com/goportals/goportals/internal/verbs"
+)
+
+const (
+	recvDepth = 64  // receives posted per peer
+	sendDepth = 256 // send queue per peer
+	signalN   = 32  // every n-th inline send is signaled so the provider can free slots
+)
+
+// Work request ids: the top byte says what completed.
+const (
+	widRecv   = 1 << 56
+	widSend   = 2 << 56
+	widTarget = 3 << 56 // an RDMA READ or WRITE of a target operation
+	widMask   = 0xff << 56
+)
+
+// peer is the connection to one rank: a queue pair, its posted receive slots, and
+// the state for posting sends.
+type peer struct {
+	ni     *NI
+	rank   int
+	qp     verbs.QP
+	recv   []byte
+	recvMR verbs.MR
+
+	sendMu  sync.Mutex
+	scratch []byte
+	sges    []verbs.SGE
+	wr      [1]verbs.SendWR
+	nsend   int
+	failed  bool
+}
+
+func (ni *NI) newPeer(r int) (*peer, error) {
+	qp, err := ni.pd.CreateQP(verbs.QPAttr{SendCQ: ni.cq, RecvCQ: ni.cq, MaxSendWR: sendDepth, MaxRecvWR: recvDepth, MaxSGE: 4})
+	if err != nil {
+		return nil, err
+	}
+	pr := &peer{ni: ni, rank: r, qp: qp, recv: make([]byte, recvDepth*msgMax), scratch: make([]byte, hdrSize),
+		sges: make([]verbs.SGE, 0, 4)}
+	if pr.recvMR, err = ni.pd.RegMR(pr.recv, verbs.AccessLocalWrite); err != nil {
+		qp.Close()
+		return nil, err
+	}
+	return pr, nil
+}
+
+func (pr *peer) postRecvs() error {
+	for i := 0; i < recvDepth; i++ {
+		if err := pr.repost(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (pr *peer) repost(slot int) error {
+	wr := [1]verbs.RecvWR{{ID: widRecv | uint64(pr.rank)<<16 | uint64(slot),
+		SG: []verbs.SGE{{Addr: pr.recvMR.Addr() + uint64(slot*msgMax), Length: msgMax, LKey: pr.recvMR.LKey()}}}}
+	return pr.qp.PostRecv(wr[:])
+}
+
+func (pr *peer) slot(i int) []byte { return pr.recv[i*msgMax : (i+1)*msgMax] }
+
+func (pr *peer) close() {
+	if pr.qp != nil {
+		pr.qp.Close()
+	}
+	if pr.recvMR != nil {
+		pr.recvMR.Dereg()
+	}
+}
+
+func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
+
+var errPeerFailed = errors.New("portals: connection to the peer failed")
+
+// send posts one message: the header and up to three payload pieces, copied by the
+// provider at post time (inline), so the caller may reuse them at once. A full
+// send queue is drained by running progress, without holding the send lock (the
+// progress round may itself answer this peer).
+func (pr *peer) send(h *header, parts ...[]byte) error {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	h.payload = uint32(n)
+	for {
+		pr.sendMu.Lock()
+		if pr.failed {
+			pr.sendMu.Unlock()
+			return errPeerFailed
+		}
+		h.encode(pr.scratch)
+		sg := append(pr.sges[:0], verbs.SGE{Addr: addrOf(pr.scratch), Length: hdrSize})
+		for _, p := range parts {
+			if len(p) > 0 {
+				sg = append(sg, verbs.SGE{Addr: addrOf(p), Length: uint32(len(p))})
+			}
+		}
+		flags := verbs.SendInline
+		if pr.nsend++; pr.nsend%signalN == 0 {
+			flags |= verbs.SendSignaled
+		}
+		pr.wr[0] = verbs.SendWR{ID: widSend | uint64(pr.rank), Opcode: verbs.OpSend, Flags: flags, SG: sg}
+		err := pr.qp.PostSend(pr.wr[:])
+		pr.wr[0].SG = nil
+		pr.sendMu.Unlock()
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, verbs.ErrNoResources) {
+			return err
+		}
+		pr.ni.pollOnce()
+	}
+}
+
+// post posts an RDMA work request of a target operation.
+func (pr *peer) post(wr verbs.SendWR) error {
+	for {
+		pr.sendMu.Lock()
+		if pr.failed {
+			pr.sendMu.Unlock()
+			return errPeerFailed
+		}
+		pr.wr[0] = wr
+		err := pr.qp.PostSend(pr.wr[:])
+		pr.wr[0].SG = nil
+		pr.sendMu.Unlock()
+		if err == nil || !errors.Is(err, verbs.ErrNoResources) {
+			return err
+		}
+		pr.ni.pollOnce()
+	}
+}

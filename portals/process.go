@@ -1,0 +1,134 @@
+package portals
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/goportals/goportals/internal/bootstrap"
+	"github.com/goportals/goportals/internal/verbs"
+	"github.com/goportals/goportals/internal/verbs/soft"
+)
+
+// Runtime is what network interfaces need from the job launcher: this process's
+// rank, the job size, and a key-value exchange with a fence. The launcher's
+// bootstrap (cmd/ptlrun, later PMI) satisfies it; tests may supply their own.
+type Runtime interface {
+	Rank() int
+	Size() int
+	Put(key string, value []byte) error
+	Fence(ctx context.Context) error
+	Get(ctx context.Context, rank int, key string) ([]byte, error)
+}
+
+// Process is one Portals process: its runtime, its verbs device and its network
+// interfaces (at most one per NIOptions combination). Init creates the default
+// Process that the package-level functions use; NewProcess builds others (several
+// ranks in one test process, an embedding runtime).
+type Process struct {
+	rt     Runtime
+	dev    verbs.Device
+	closer func() error
+	uid    UID
+
+	mu  sync.Mutex
+	nis [4]*NI
+}
+
+// NewProcess returns a Process over rt and dev (nil: the soft provider).
+func NewProcess(rt Runtime, dev verbs.Device) (*Process, error) {
+	if rt == nil {
+		return nil, opErr("NewProcess", ArgInvalid, fmt.Errorf("nil runtime"))
+	}
+	if dev == nil {
+		devs, err := soft.Provider{}.Devices()
+		if err != nil || len(devs) == 0 {
+			return nil, opErr("NewProcess", Fail, fmt.Errorf("no soft verbs device on this platform: %w", ErrNotSupported))
+		}
+		dev = devs[0]
+	}
+	return &Process{rt: rt, dev: dev, uid: UID(os.Getuid())}, nil
+}
+
+// Close finalizes every NI of the process and releases its runtime if the process
+// owns it.
+func (p *Process) Close() error {
+	p.mu.Lock()
+	nis := p.nis
+	p.nis = [4]*NI{}
+	p.mu.Unlock()
+	for _, ni := range nis {
+		if ni != nil {
+			ni.shutdown()
+		}
+	}
+	if p.closer != nil {
+		return p.closer()
+	}
+	return nil
+}
+
+var defaultProc struct {
+	mu   sync.Mutex
+	p    *Process
+	refs int
+}
+
+// Init initializes the library (PtlInit): it joins the job through the launcher's
+// bootstrap (a lone process is rank 0 of 1) and opens the soft verbs device. Init
+// may be called several times; each call needs a Fini.
+func Init() error {
+	defaultProc.mu.Lock()
+	defer defaultProc.mu.Unlock()
+	if defaultProc.p != nil {
+		defaultProc.refs++
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := bootstrap.Open(ctx)
+	if err != nil {
+		return opErr("PtlInit", Fail, err)
+	}
+	p, err := NewProcess(b, nil)
+	if err != nil {
+		b.Close()
+		return err
+	}
+	p.closer = b.Close
+	defaultProc.p, defaultProc.refs = p, 1
+	return nil
+}
+
+// Fini ends one Init (PtlFini); the last one finalizes every NI.
+func Fini() {
+	defaultProc.mu.Lock()
+	defer defaultProc.mu.Unlock()
+	if defaultProc.p == nil {
+		return
+	}
+	if defaultProc.refs--; defaultProc.refs == 0 {
+		defaultProc.p.Close()
+		defaultProc.p = nil
+	}
+}
+
+func current(op string) (*Process, error) {
+	defaultProc.mu.Lock()
+	defer defaultProc.mu.Unlock()
+	if defaultProc.p == nil {
+		return nil, opErr(op, NoInit, nil)
+	}
+	return defaultProc.p, nil
+}
+
+// NIInit initializes a network interface of the default process (PtlNIInit).
+func NIInit(iface Interface, opts NIOptions, pid PID, desired *Limits) (*NI, error) {
+	p, err := current("PtlNIInit")
+	if err != nil {
+		return nil, err
+	}
+	return p.NIInit(iface, opts, pid, desired)
+}

@@ -1,0 +1,195 @@
+package portals
+
+import (
+	"context"
+	"sync"
+
+	"github.com/goportals/goportals/eq"
+	"github.com/goportals/goportals/internal/verbs"
+	"github.com/goportals/goportals/md"
+	"github.com/goportals/goportals/regcache"
+)
+
+// The engine's progress: one goroutine per NI polls the completion queue, spins
+// briefly when it finds nothing, then blocks in the provider's wait (which sleeps).
+// Completions harvested elsewhere (a sender that found its send queue full) go to
+// a backlog the goroutine handles first, so handlers never run re-entrantly.
+
+const progressSpin = 2048
+
+type backlog struct {
+	mu  sync.Mutex
+	wcs []verbs.WorkCompletion
+}
+
+func (ni *NI) run() {
+	defer ni.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-ni.stop; cancel() }()
+	var wc [32]verbs.WorkCompletion
+	idle := 0
+	for {
+		select {
+		case <-ni.stop:
+			return
+		default:
+		}
+		n := ni.drainBacklog()
+		k, err := ni.cq.Poll(wc[:])
+		if err != nil {
+			return
+		}
+		for i := range wc[:k] {
+			ni.handleWC(&wc[i])
+		}
+		if n+k > 0 {
+			idle = 0
+			continue
+		}
+		if idle++; idle < progressSpin {
+			continue
+		}
+		idle = 0
+		if err := ni.cq.Wait(ctx); err != nil {
+			return
+		}
+	}
+}
+
+// pollOnce harvests completions into the backlog (never handles them).
+func (ni *NI) pollOnce() {
+	var wc [16]verbs.WorkCompletion
+	k, _ := ni.cq.Poll(wc[:])
+	if k == 0 {
+		return
+	}
+	ni.backlog.mu.Lock()
+	ni.backlog.wcs = append(ni.backlog.wcs, wc[:k]...)
+	ni.backlog.mu.Unlock()
+}
+
+func (ni *NI) drainBacklog() int {
+	ni.backlog.mu.Lock()
+	if len(ni.backlog.wcs) == 0 {
+		ni.backlog.mu.Unlock()
+		return 0
+	}
+	wcs := ni.backlog.wcs
+	ni.backlog.wcs = nil
+	ni.backlog.mu.Unlock()
+	for i := range wcs {
+		ni.handleWC(&wcs[i])
+	}
+	return len(wcs)
+}
+
+func (ni *NI) handleWC(wc *verbs.WorkCompletion) {
+	switch wc.ID & widMask {
+	case widRecv:
+		r := int(wc.ID>>16) & 0xffff
+		slot := int(wc.ID & 0xffff)
+		if r >= len(ni.peers) {
+			return
+		}
+		pr := ni.peers[r]
+		if wc.Status != verbs.StatusSuccess {
+			ni.peerFailed(pr)
+			return
+		}
+		msg := pr.slot(slot)[:wc.ByteLen]
+		var h header
+		if !h.decode(msg) {
+			ni.status[SRMalformed].Add(1)
+		} else {
+			payload := msg[hdrSize:]
+			if h.kind == msgAck || h.kind == msgReply {
+				ni.handleAnswer(&h, payload)
+			} else {
+				ni.handleRequest(pr, &h, payload)
+			}
+		}
+		if pr.repost(slot) != nil {
+			ni.peerFailed(pr)
+		}
+	case widSend:
+		if wc.Status != verbs.StatusSuccess {
+			if r := int(wc.ID &^ widMask); r < len(ni.peers) {
+				ni.peerFailed(ni.peers[r])
+			}
+		}
+	case widTarget:
+		ni.targetDone(wc.ID&^widMask, wc.Status == verbs.StatusSuccess)
+	}
+}
+
+// handleAnswer completes an initiator operation with its ACK or REPLY.
+func (ni *NI) handleAnswer(h *header, payload []byte) {
+	ni.mu.Lock()
+	defer ni.mu.Unlock()
+	o := ni.ops[h.opid]
+	if o == nil {
+		ni.status[SRMalformed].Add(1)
+		return
+	}
+	fail := eq.NIFail(h.fail)
+	switch h.kind {
+	case msgAck:
+		if o.long {
+			ni.initEvent(o, o.md, eq.EventSend, fail, o.length, h.roff, h.list)
+		}
+		if h.flags&hfNoAck == 0 && o.ack != NoAckReq {
+			ni.initEvent(o, o.md, eq.EventAck, fail, h.mlength, h.roff, h.list)
+		}
+	case msgReply:
+		dst, off := o.md, o.localOff
+		if o.getMD != nil {
+			dst, off = o.getMD, o.getOff
+		}
+		if fail == eq.NIOK && len(payload) > 0 {
+			n := min(uint64(len(payload)), h.mlength)
+			dst.mem.WriteAt(payload[:n], off)
+		}
+		ni.initEvent(o, dst, eq.EventReply, fail, h.mlength, h.roff, h.list)
+	}
+	ni.finish(o)
+}
+
+// peerFailed fails every operation in flight to pr: their events carry
+// NI_UNDELIVERABLE.
+func (ni *NI) peerFailed(pr *peer) {
+	pr.sendMu.Lock()
+	pr.failed = true
+	pr.sendMu.Unlock()
+	ni.mu.Lock()
+	defer ni.mu.Unlock()
+	for _, o := range ni.ops {
+		if o.pr != pr {
+			continue
+		}
+		switch o.kind {
+		case msgGet, msgFetch, msgSwap:
+			dst := o.md
+			if o.getMD != nil {
+				dst = o.getMD
+			}
+			ni.initEvent(o, dst, eq.EventReply, eq.NIUndeliverable, 0, o.roff, 0)
+		default:
+			if o.long {
+				ni.initEvent(o, o.md, eq.EventSend, eq.NIUndeliverable, 0, o.roff, 0)
+			}
+			if o.ack != NoAckReq {
+				ni.initEvent(o, o.md, eq.EventAck, eq.NIUndeliverable, 0, o.roff, 0)
+			}
+		}
+		ni.finish(o)
+	}
+}
+
+// registry returns the NI's registration registry, made on first use.
+func (ni *NI) registry() (*md.Registry, error) {
+	ni.regOnce.Do(func() {
+		ni.reg, ni.regErr = md.NewRegistry(ni.pd,
+			verbs.AccessLocalWrite|verbs.AccessRemoteRead|verbs.AccessRemoteWrite, regcache.Options{})
+	})
+	return ni.reg, ni.regErr
+}
