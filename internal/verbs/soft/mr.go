@@ -30,7 +30,12 @@ func (m *mr) Addr() uint64         { return m.addr }
 func (m *mr) Len() int             { return len(m.mem) }
 func (m *mr) Access() verbs.Access { return m.access }
 
-// bytes returns the n bytes at addr (inside the region: the caller checked).
+// bytes returns the n bytes at addr (inside the region: the caller checked). A
+// region registered by the pin cache covers whole pages around a Go object, so the
+// result may lie partly outside the object's span, which the -race checkptr
+// instrumentation would reject although the memory is mapped and pinned.
+//
+//go:nocheckptr
 func (m *mr) bytes(addr uint64, n uint64) []byte {
 	if n == 0 {
 		return nil
