@@ -95,8 +95,8 @@ func TestFreeInvalidatesBeforeUnmap(t *testing.T) {
 // because Free notifies.
 type explicitOnly struct{ sub driverhooks.Subscription }
 
-func (explicitOnly) Watch(addr, length uintptr) error        { return nil }
-func (explicitOnly) Unwatch(addr, length uintptr) error      { return nil }
+func (explicitOnly) Watch(addr, length uintptr) error      { return nil }
+func (explicitOnly) Unwatch(addr, length uintptr) error    { return nil }
 func (e explicitOnly) Subscribe() driverhooks.Subscription { return e.sub }
 
 // remapAt maps anonymous memory exactly where the unmapped slice at was.
