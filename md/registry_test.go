@@ -606,3 +606,93 @@ func TestPinHitNoAllocs(t *testing.T) {
 		})
 	}
 }
+
+// TestPinSplitsLargePieces pins a 5 GiB allocation (untouched: the loopback provider
+// pins nothing, so no page is faulted in) and checks that SGEs and remote segments are
+// split at MaxSGELength.
+func TestPinSplitsLargePieces(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) < 8 {
+		t.Skip("needs a 64-bit address space")
+	}
+	const size = 5 << 30
+	a, err := Alloc(size)
+	if err != nil {
+		t.Skipf("cannot map 5 GiB of address space here: %v", err)
+	}
+	defer a.Free()
+	pair := newPair(t, loopbackEnv)
+	r := newRegistry(t, pair.A.PD, regcache.Options{})
+	small := make([]byte, 100)
+	m, err := Iovecs([][]byte{small, a.Bytes()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Pin(m, 50, m.Len()-60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mustRelease(t, p)
+	sg := p.SGEs(nil)
+	rem := p.Remote(nil)
+	base := uint64(uintptr(unsafe.Pointer(&a.Bytes()[0])))
+	wantLens := []uint32{50, MaxSGELength, MaxSGELength, size - 2*MaxSGELength - 10}
+	if len(sg) != len(wantLens) || len(rem) != len(wantLens) || p.NumSegments() != len(wantLens) {
+		t.Fatalf("SGEs %v remote %v, want lengths %v", sg, rem, wantLens)
+	}
+	for i, l := range wantLens {
+		if sg[i].Length != l || rem[i].Len != l || sg[i].Addr != rem[i].Addr {
+			t.Fatalf("segment %d: SGE %+v remote %+v, want length %d", i, sg[i], rem[i], l)
+		}
+		if i > 0 && sg[i].Addr != base+uint64(i-1)*MaxSGELength {
+			t.Fatalf("segment %d at %#x, want %#x", i, sg[i].Addr, base+uint64(i-1)*MaxSGELength)
+		}
+		if i > 1 && sg[i].LKey != sg[1].LKey {
+			t.Fatalf("pieces of one registration carry different keys: %+v", sg)
+		}
+	}
+	if verbs.TotalLength(sg) != p.Len() || p.Len() != m.Len()-60 {
+		t.Fatalf("SGEs cover %d bytes, Len %d, want %d", verbs.TotalLength(sg), p.Len(), m.Len()-60)
+	}
+}
+
+// TestFreeWhilePinned frees an allocation while an operation holds its registration:
+// the registration stays valid until released, is then deregistered, and is never
+// handed out again.
+func TestFreeWhilePinned(t *testing.T) {
+	for _, env := range envs {
+		t.Run(env.Name, func(t *testing.T) {
+			pair := newPair(t, env)
+			r, cpd := newCountingRegistry(t, pair.A.PD, regcache.Options{})
+			a, err := Alloc(3 * 4096)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := r.Pin(a.Memory(), 0, a.Memory().Len())
+			skipMemlock(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := r.Stats(); st.Fallbacks != 0 {
+				t.Skip("the notifier cannot watch this memory here: nothing is cached")
+			}
+			if err := a.Free(); err != nil {
+				t.Fatal(err)
+			}
+			// A lookup drains the invalidation: pin something else to trigger it.
+			other := make([]byte, 64<<10)
+			q, err := r.Pin(Bytes(other), 0, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustRelease(t, q)
+			if n := cpd.live.Load(); n != 2 {
+				t.Fatalf("%d regions registered, want 2 (the freed one is still held)", n)
+			}
+			mustRelease(t, p)
+			st := r.Stats()
+			if cpd.live.Load() != 1 || st.StaleInUse != 1 || st.Entries != 1 {
+				t.Fatalf("after releasing the freed allocation's pin: %d regions, %+v", cpd.live.Load(), st)
+			}
+		})
+	}
+}
