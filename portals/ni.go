@@ -60,6 +60,7 @@ type NI struct {
 	buf2    []byte
 
 	backlog backlog
+	trig    triggerRunner
 	regOnce sync.Once
 	reg     *md.Registry
 	regErr  error
@@ -148,8 +149,10 @@ func (p *Process) NIInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 		}
 		return nil, opErr(name, Fail, err)
 	}
-	ni.wg.Add(1)
+	ni.trig.wake = make(chan struct{}, 1)
+	ni.wg.Add(2)
 	go ni.run()
+	go ni.runTriggers()
 	p.nis[slot] = ni
 	return ni, nil
 }

@@ -1,0 +1,191 @@
+package portals
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/goportals/goportals/eq"
+)
+
+// Triggered operations are validated when they are posted and start when their
+// counting event reaches the threshold. A counter may reach it on any goroutine,
+// including the engine's own while it holds its lock, so firing only queues the
+// operation: the NI's trigger runner starts queued operations in firing order.
+
+type triggerRunner struct {
+	mu      sync.Mutex
+	queue   []func()
+	wake    chan struct{}
+	pending int // registered, not yet fired or cancelled (guarded by mu)
+}
+
+type trigger struct {
+	ni  *NI
+	run func()
+}
+
+// Fire queues the operation for the runner.
+func (t *trigger) Fire() {
+	r := &t.ni.trig
+	r.mu.Lock()
+	r.pending--
+	r.queue = append(r.queue, t.run)
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Cancel drops the operation (CancelTriggered, counter freed).
+func (t *trigger) Cancel() {
+	r := &t.ni.trig
+	r.mu.Lock()
+	r.pending--
+	r.mu.Unlock()
+}
+
+func (ni *NI) runTriggers() {
+	defer ni.wg.Done()
+	r := &ni.trig
+	for {
+		select {
+		case <-ni.stop:
+			return
+		case <-r.wake:
+		}
+		for {
+			r.mu.Lock()
+			q := r.queue
+			r.queue = nil
+			r.mu.Unlock()
+			if len(q) == 0 {
+				break
+			}
+			for _, f := range q {
+				f()
+			}
+		}
+	}
+}
+
+// addTrigger registers run at threshold on ct.
+func (ni *NI) addTrigger(op string, ct *CT, threshold uint64, run func()) error {
+	if ct == nil || ct.ni != ni {
+		return opErr(op, ArgInvalid, fmt.Errorf("trigger counter missing or of another NI"))
+	}
+	r := &ni.trig
+	r.mu.Lock()
+	if r.pending >= ni.limits.MaxTriggeredOps {
+		r.mu.Unlock()
+		return opErr(op, NoSpace, fmt.Errorf("max_triggered_ops reached"))
+	}
+	r.pending++
+	r.mu.Unlock()
+	if err := ct.c.AddTrigger(threshold, &trigger{ni: ni, run: run}); err != nil {
+		r.mu.Lock()
+		r.pending--
+		r.mu.Unlock()
+		return eqErr(op, err)
+	}
+	return nil
+}
+
+// triggered validates o now and issues it when trig reaches threshold. An
+// operation that fails when it fires reports through its events (NI_UNDELIVERABLE
+// when the peer is gone).
+func (ni *NI) triggered(name string, o *initOp, target ProcessID, operand []byte, trig *CT, threshold uint64) error {
+	if o.md == nil || o.md.ni == nil {
+		return opErr(name, ArgInvalid, fmt.Errorf("nil descriptor"))
+	}
+	if err := ni.check(name); err != nil {
+		return err
+	}
+	ni.mu.Lock()
+	err := ni.validate(o, operand)
+	_, ok := ni.peerOf(target)
+	ni.mu.Unlock()
+	if err != nil {
+		return opErr(name, ArgInvalid, err)
+	}
+	if !ok {
+		return opErr(name, ArgInvalid, fmt.Errorf("no process %+v in the job", target))
+	}
+	c := *o
+	operand = append([]byte(nil), operand...)
+	return ni.addTrigger(name, trig, threshold, func() { ni.start(name, &c, target, operand) })
+}
+
+// TriggeredPut is Put started when trig reaches threshold (PtlTriggeredPut).
+func TriggeredPut(m *MD, localOffset, length uint64, ack AckReq, target ProcessID, pt PTIndex, match MatchBits,
+	remoteOffset uint64, userPtr uint64, hdrData uint64, trig *CT, threshold uint64) error {
+	o := initOp{kind: msgPut, md: m, localOff: localOffset, length: length, userPtr: userPtr, ack: ack, pt: pt,
+		match: match, roff: remoteOffset, hdrData: hdrData}
+	return mdNI(m).triggered("PtlTriggeredPut", &o, target, nil, trig, threshold)
+}
+
+// TriggeredGet is Get started when trig reaches threshold (PtlTriggeredGet).
+func TriggeredGet(m *MD, localOffset, length uint64, target ProcessID, pt PTIndex, match MatchBits,
+	remoteOffset uint64, userPtr uint64, trig *CT, threshold uint64) error {
+	o := initOp{kind: msgGet, md: m, localOff: localOffset, length: length, userPtr: userPtr, pt: pt,
+		match: match, roff: remoteOffset}
+	return mdNI(m).triggered("PtlTriggeredGet", &o, target, nil, trig, threshold)
+}
+
+// TriggeredAtomic is Atomic started when trig reaches threshold (PtlTriggeredAtomic).
+func TriggeredAtomic(m *MD, localOffset, length uint64, ack AckReq, target ProcessID, pt PTIndex, match MatchBits,
+	remoteOffset uint64, userPtr uint64, hdrData uint64, aop AtomicOp, dt AtomicType, trig *CT, threshold uint64) error {
+	o := initOp{kind: msgAtomic, md: m, localOff: localOffset, length: length, userPtr: userPtr, ack: ack, pt: pt,
+		match: match, roff: remoteOffset, hdrData: hdrData, atomOp: aop, atomType: dt}
+	return mdNI(m).triggered("PtlTriggeredAtomic", &o, target, nil, trig, threshold)
+}
+
+// TriggeredFetchAtomic is FetchAtomic started when trig reaches threshold
+// (PtlTriggeredFetchAtomic).
+func TriggeredFetchAtomic(getMD *MD, getOffset uint64, putMD *MD, putOffset uint64, length uint64, target ProcessID,
+	pt PTIndex, match MatchBits, remoteOffset uint64, userPtr uint64, hdrData uint64, aop AtomicOp, dt AtomicType,
+	trig *CT, threshold uint64) error {
+	o := initOp{kind: msgFetch, md: putMD, getMD: getMD, getOff: getOffset, localOff: putOffset, length: length,
+		userPtr: userPtr, pt: pt, match: match, roff: remoteOffset, hdrData: hdrData, atomOp: aop, atomType: dt}
+	return mdNI(putMD).triggered("PtlTriggeredFetchAtomic", &o, target, nil, trig, threshold)
+}
+
+// TriggeredSwap is Swap started when trig reaches threshold (PtlTriggeredSwap).
+func TriggeredSwap(getMD *MD, getOffset uint64, putMD *MD, putOffset uint64, length uint64, target ProcessID,
+	pt PTIndex, match MatchBits, remoteOffset uint64, userPtr uint64, hdrData uint64, operand []byte,
+	aop AtomicOp, dt AtomicType, trig *CT, threshold uint64) error {
+	o := initOp{kind: msgSwap, md: putMD, getMD: getMD, getOff: getOffset, localOff: putOffset, length: length,
+		userPtr: userPtr, pt: pt, match: match, roff: remoteOffset, hdrData: hdrData, atomOp: aop, atomType: dt}
+	return mdNI(putMD).triggered("PtlTriggeredSwap", &o, target, operand, trig, threshold)
+}
+
+// TriggeredCTInc adds inc to ct when trig reaches threshold (PtlTriggeredCTInc).
+func TriggeredCTInc(ct *CT, inc CTEvent, trig *CT, threshold uint64) error {
+	const op = "PtlTriggeredCTInc"
+	if ct == nil || trig == nil || ct.ni != trig.ni {
+		return opErr(op, ArgInvalid, fmt.Errorf("counters missing or of different NIs"))
+	}
+	if (inc.Success != 0) == (inc.Failure != 0) && !(inc.Success == 0 && inc.Failure == 0) {
+		return opErr(op, ArgInvalid, fmt.Errorf("increment both success and failure"))
+	}
+	return ct.ni.addTrigger(op, trig, threshold, func() { ct.c.Inc(inc) })
+}
+
+// TriggeredCTSet sets ct to v when trig reaches threshold (PtlTriggeredCTSet).
+func TriggeredCTSet(ct *CT, v CTEvent, trig *CT, threshold uint64) error {
+	const op = "PtlTriggeredCTSet"
+	if ct == nil || trig == nil || ct.ni != trig.ni {
+		return opErr(op, ArgInvalid, fmt.Errorf("counters missing or of different NIs"))
+	}
+	return ct.ni.addTrigger(op, trig, threshold, func() { ct.c.Set(v) })
+}
+
+// mdNI returns m's NI, or nil (whose methods report ArgInvalid).
+func mdNI(m *MD) *NI {
+	if m == nil {
+		return nil
+	}
+	return m.ni
+}
+
+var _ eq.Trigger = (*trigger)(nil)
