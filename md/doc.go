@@ -24,9 +24,11 @@
 // sees (Memory, Allocation) carries a key or a registration.
 //
 // Lifetimes. While a Pinned is held, the Go memory behind it stays alive and in place
-// even if the caller drops every other reference: the pin cache's entry holds a real
-// pointer to each object it covers (the GC neither frees nor scavenges those pages),
-// and the verbs memory region references the registered slice until deregistration.
+// even if the caller drops every other reference: the Pinned holds a real pointer to
+// each piece. (The pin cache's entry references only the objects it was registered
+// for; a piece of another object on the same pages is a cache hit that the entry alone
+// would not keep alive.) Go does not move heap objects, and pages of live objects are
+// never scavenged, so the registration stays coherent.
 // Memory that is unmapped while pinned (Allocation.Free, or foreign memory the notifier
 // sees go) keeps its registration valid until Release, which then deregisters it; the
 // cache never hands it out again. Using a Memory after the memory it names is gone

@@ -2,6 +2,7 @@ package md
 
 import (
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/goportals/goportals/internal/verbs"
 	"github.com/goportals/goportals/regcache"
@@ -20,11 +21,18 @@ const (
 	pinReleased = 2
 )
 
-// pinPiece is one contiguous piece of a pinned range and its registration.
+// pinPiece is one contiguous piece of a pinned range and its registration. ptr is a
+// real pointer to the piece: for Go memory it keeps the object alive while pinned. The
+// cache entry alone would not, when the piece hit an entry created for another object
+// of the same pages.
 type pinPiece struct {
-	addr, n uint64
-	reg     *regcache.Region[verbs.MR]
+	ptr unsafe.Pointer
+	n   uint64
+	reg *regcache.Region[verbs.MR]
 }
+
+// addr returns the virtual address of the piece.
+func (pc *pinPiece) addr() uint64 { return uint64(uintptr(pc.ptr)) }
 
 // Pinned is a range of bound memory registered for the duration of an operation. It
 // is the only way keys leave package md, and only the protocol engine sees it: SGEs
@@ -93,7 +101,7 @@ func (p *Pinned) SGEs(dst []verbs.SGE) []verbs.SGE {
 	for i := range p.pieces {
 		pc := &p.pieces[i]
 		key := pc.reg.Reg().LKey()
-		for addr, left := pc.addr, pc.n; left > 0; {
+		for addr, left := pc.addr(), pc.n; left > 0; {
 			l := min(left, MaxSGELength)
 			dst = append(dst, verbs.SGE{Addr: addr, Length: uint32(l), LKey: key})
 			addr, left = addr+l, left-l
@@ -112,7 +120,7 @@ func (p *Pinned) Remote(dst []RemoteSegment) []RemoteSegment {
 	for i := range p.pieces {
 		pc := &p.pieces[i]
 		key := pc.reg.Reg().RKey()
-		for addr, left := pc.addr, pc.n; left > 0; {
+		for addr, left := pc.addr(), pc.n; left > 0; {
 			l := min(left, MaxSGELength)
 			dst = append(dst, RemoteSegment{Addr: addr, Len: uint32(l), RKey: key})
 			addr, left = addr+l, left-l

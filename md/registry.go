@@ -46,8 +46,8 @@ func NewRegistry(pd verbs.PD, access verbs.Access, opts regcache.Options) (*Regi
 
 // Pin returns the registrations covering [off, off+n) of m: one pin-cache Acquire per
 // contiguous piece of the range. The Pinned must be released exactly once. While it is
-// held, the memory stays registered and Go memory behind it stays alive (the cache
-// entry references it), even if nothing else does. n == 0 returns an empty Pinned
+// held, the memory stays registered and Go memory behind it stays alive (the Pinned
+// references every piece), even if nothing else does. n == 0 returns an empty Pinned
 // that holds no registration. Errors: a *RangeError (ErrOutOfRange), ErrClosed, and
 // the pin cache's errors (for instance verbs.ErrMemlock); on error nothing stays held.
 func (r *Registry) Pin(m Memory, off, n uint64) (*Pinned, error) {
@@ -103,9 +103,9 @@ func (r *Registry) PinInto(p *Pinned, m Memory, off, n uint64) error {
 			return err
 		}
 		p.pieces = append(p.pieces, pinPiece{
-			addr: uint64(uintptr(unsafe.Pointer(unsafe.SliceData(s)))),
-			n:    uint64(len(s)),
-			reg:  reg,
+			ptr: unsafe.Pointer(unsafe.SliceData(s)),
+			n:   uint64(len(s)),
+			reg: reg,
 		})
 		left -= uint64(len(s))
 	}
