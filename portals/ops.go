@@ -158,8 +158,16 @@ func (ni *NI) start(name string, o *initOp, target ProcessID, operand []byte) er
 	err := ni.issue(o, operand)
 	if err != nil {
 		ni.mu.Lock()
+		defer ni.mu.Unlock()
+		if errors.Is(err, errPeerFailed) {
+			// The peer is gone: the operation completes, with the failure in its events.
+			if !o.long && o.kind != msgGet {
+				ni.initEvent(o, o.md, eq.EventSend, eq.NIUndeliverable, 0, o.roff, 0)
+			}
+			ni.failOp(o)
+			return nil
+		}
 		ni.finish(o)
-		ni.mu.Unlock()
 		return opErr(name, Fail, err)
 	}
 	return nil

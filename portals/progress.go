@@ -163,26 +163,31 @@ func (ni *NI) peerFailed(pr *peer) {
 	ni.mu.Lock()
 	defer ni.mu.Unlock()
 	for _, o := range ni.ops {
-		if o.pr != pr {
-			continue
+		if o.pr == pr {
+			ni.failOp(o)
 		}
-		switch o.kind {
-		case msgGet, msgFetch, msgSwap:
-			dst := o.md
-			if o.getMD != nil {
-				dst = o.getMD
-			}
-			ni.initEvent(o, dst, eq.EventReply, eq.NIUndeliverable, 0, o.roff, 0)
-		default:
-			if o.long {
-				ni.initEvent(o, o.md, eq.EventSend, eq.NIUndeliverable, 0, o.roff, 0)
-			}
-			if o.ack != NoAckReq {
-				ni.initEvent(o, o.md, eq.EventAck, eq.NIUndeliverable, 0, o.roff, 0)
-			}
-		}
-		ni.finish(o)
 	}
+}
+
+// failOp completes o with NI_UNDELIVERABLE events: the answer will never come.
+// Called with ni.mu held.
+func (ni *NI) failOp(o *initOp) {
+	switch o.kind {
+	case msgGet, msgFetch, msgSwap:
+		dst := o.md
+		if o.getMD != nil {
+			dst = o.getMD
+		}
+		ni.initEvent(o, dst, eq.EventReply, eq.NIUndeliverable, 0, o.roff, 0)
+	default:
+		if o.long {
+			ni.initEvent(o, o.md, eq.EventSend, eq.NIUndeliverable, 0, o.roff, 0)
+		}
+		if o.ack != NoAckReq {
+			ni.initEvent(o, o.md, eq.EventAck, eq.NIUndeliverable, 0, o.roff, 0)
+		}
+	}
+	ni.finish(o)
 }
 
 // registry returns the NI's registration registry, made on first use.
