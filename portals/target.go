@@ -29,6 +29,15 @@ var meOps = [...]me.Op{msgPut: me.OpKindPut, msgGet: me.OpKindGet, msgAtomic: me
 // without ni.mu; data placement and events happen under it, the answer is sent
 // after.
 func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
+	if h.kind >= msgAtomic && h.kind <= msgSwap {
+		if err := checkAtomic(eq.AtomicOp(h.atomOp), eq.AtomicType(h.atomType), h.length, h.kind == msgSwap); err != nil ||
+			(h.kind == msgSwap && h.atomOp >= uint8(eq.OpCSwap) && uint64(len(payload)) < h.length+uint64(eq.AtomicType(h.atomType).Size())) ||
+			h.flags&hfLong != 0 {
+			ni.status[SRMalformed].Add(1)
+			ni.answer(pr, h, eq.NIDropped, 0, 0, 0, nil)
+			return
+		}
+	}
 	ni.mu.Lock()
 	t := ni.ptAt(PTIndex(h.pt))
 	if t == nil || !t.enabled {
@@ -101,7 +110,8 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 	case msgAtomic, msgFetch, msgSwap:
 		data := payload
 		var cond []byte
-		if h.flags&hfOperand != 0 && len(payload) >= int(h.length) {
+		if h.kind == msgSwap && h.atomOp >= uint8(eq.OpCSwap) {
+			// Checked on entry: the payload holds length bytes, then the operand.
 			data, cond = payload[:h.length], payload[h.length:]
 		}
 		if mlen > uint64(len(data)) {
