@@ -34,6 +34,9 @@ type Context struct {
 
 	progMu sync.Mutex
 	polls  atomic.Uint64
+	// life keeps the segment mapped: calls that touch it outside a progress round
+	// (RegMR, Dereg, kick) hold it shared; Close takes it to unmap.
+	life   sync.RWMutex
 	closed atomic.Bool
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -125,9 +128,11 @@ func (c *Context) Close() error {
 	close(c.stop)
 	futexWake(c.view.sleepWord())
 	c.wg.Wait()
+	c.life.Lock()
+	defer c.life.Unlock()
 	for i := range c.mrs {
-		if m := c.mrs[i].Load(); m != nil {
-			m.Dereg()
+		if m := c.mrs[i].Load(); m != nil && m.dead.CompareAndSwap(false, true) {
+			m.dereg()
 		}
 	}
 	c.mu.Lock()
@@ -159,6 +164,11 @@ func (c *Context) progress() int {
 
 // kick wakes the progress goroutine if it sleeps.
 func (c *Context) kick() {
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed.Load() {
+		return
+	}
 	w := c.view.sleepWord()
 	if atomic.LoadUint32(w) == 1 && atomic.CompareAndSwapUint32(w, 1, 0) {
 		futexWake(w)
@@ -225,6 +235,7 @@ func (c *Context) checkPeers() {
 		q.mu.Lock()
 		if q.peer != nil && !q.peerDead && q.peer.pidfd.exited() {
 			q.peerDead = true
+			q.dead.Store(true)
 			if q.sqHead < q.sqTail || q.rqHead < q.rqTail {
 				q.peerGone()
 			}

@@ -12,15 +12,16 @@ import (
 // drives the context's progress; Wait spins briefly with progress, then sleeps until
 // the progress goroutine posts a completion.
 type cq struct {
-	ctx    *Context
-	mu     sync.Mutex
-	buf    []verbs.WorkCompletion
-	head   int
-	count  atomic.Int32
-	notify chan struct{}
-	refs   atomic.Int32
-	closed atomic.Bool
-	done   chan struct{}
+	ctx     *Context
+	mu      sync.Mutex
+	buf     []verbs.WorkCompletion
+	head    int
+	count   atomic.Int32
+	waiters atomic.Int32
+	wake    chan struct{} // closed and replaced to wake every waiter (guarded by mu)
+	refs    atomic.Int32
+	closed  atomic.Bool
+	done    chan struct{}
 }
 
 // CreateCQ creates a completion queue.
@@ -31,7 +32,7 @@ func (c *Context) CreateCQ(entries int) (verbs.CQ, error) {
 	if c.closed.Load() {
 		return nil, verbs.Errorf("create_cq", verbs.ErrClosed, nil)
 	}
-	q := &cq{ctx: c, buf: make([]verbs.WorkCompletion, entries), notify: make(chan struct{}, 1),
+	q := &cq{ctx: c, buf: make([]verbs.WorkCompletion, entries), wake: make(chan struct{}),
 		done: make(chan struct{})}
 	c.mu.Lock()
 	c.cqs[q] = struct{}{}
@@ -52,11 +53,11 @@ func (q *cq) push(wc verbs.WorkCompletion) {
 	}
 	q.buf[(q.head+n)%len(q.buf)] = wc
 	q.count.Add(1)
-	q.mu.Unlock()
-	select {
-	case q.notify <- struct{}{}:
-	default:
+	if q.waiters.Load() > 0 {
+		close(q.wake)
+		q.wake = make(chan struct{})
 	}
+	q.mu.Unlock()
 }
 
 // Poll drives progress and moves ready completions into wc.
@@ -96,13 +97,18 @@ func (q *cq) Wait(ctx context.Context) error {
 		q.ctx.progress()
 		cpuPause()
 	}
+	q.waiters.Add(1)
+	defer q.waiters.Add(-1)
 	for {
+		q.mu.Lock()
+		wake := q.wake
+		q.mu.Unlock()
 		if q.count.Load() > 0 {
 			return nil
 		}
 		q.ctx.kick()
 		select {
-		case <-q.notify:
+		case <-wake:
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-q.done:

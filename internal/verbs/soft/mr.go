@@ -17,6 +17,7 @@ type mr struct {
 	mem    []byte // keeps Go memory alive while registered
 	base   unsafe.Pointer
 	addr   uint64
+	size   uint64 // len(mem), kept after Dereg drops mem
 	key    uint32
 	access verbs.Access
 	pages  [2]uintptr // pinned [start, end)
@@ -52,7 +53,9 @@ func (p *pd) RegMR(mem []byte, access verbs.Access) (verbs.MR, error) {
 	if len(mem) == 0 || uint64(len(mem)) > c.Attr().MaxMRSize {
 		return nil, verbs.Errorf("reg_mr", verbs.ErrInvalidArgument, nil)
 	}
-	if c.closed.Load() {
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed.Load() || p.dead.Load() {
 		return nil, verbs.Errorf("reg_mr", verbs.ErrClosed, nil)
 	}
 	base := unsafe.Pointer(unsafe.SliceData(mem))
@@ -62,7 +65,7 @@ func (p *pd) RegMR(mem []byte, access verbs.Access) (verbs.MR, error) {
 	if err := pin(start, end); err != nil {
 		return nil, err
 	}
-	m := &mr{ctx: c, pd: p, mem: mem, base: base, addr: uint64(addr), access: access,
+	m := &mr{ctx: c, pd: p, mem: mem, base: base, addr: uint64(addr), size: uint64(len(mem)), access: access,
 		pages: [2]uintptr{start, end}}
 	m.xlate = translate(start, int((end-start)/pageSize))
 
@@ -105,9 +108,18 @@ const deregWait = 2 * time.Second
 
 // Dereg revokes the keys, waits for accesses in flight, and unpins.
 func (m *mr) Dereg() error {
+	c := m.ctx
+	c.life.RLock()
+	defer c.life.RUnlock()
 	if !m.dead.CompareAndSwap(false, true) {
 		return verbs.Errorf("dereg_mr", verbs.ErrClosed, nil)
 	}
+	m.dereg()
+	return nil
+}
+
+// dereg does the work of Dereg; the caller holds c.life and won the dead flag.
+func (m *mr) dereg() {
 	c := m.ctx
 	idx := m.key & mrIdxMask
 	v, off := c.view, entryOff(idx)
@@ -135,7 +147,6 @@ func (m *mr) Dereg() error {
 	m.pd.nmr--
 	c.mrMu.Unlock()
 	m.mem = nil
-	return nil
 }
 
 // local resolves a local SGE (or any address range) against this context's table,
@@ -145,8 +156,11 @@ func (c *Context) local(key uint32, addr, n uint64, need verbs.Access, pd uint32
 	if !ok {
 		return nil, nil, false
 	}
+	// The shared table is writable by every peer: check the bounds and rights
+	// again against this process's own record before touching memory.
 	m := c.mrs[key&mrIdxMask].Load()
-	if m == nil || m.key != key {
+	if m == nil || m.key != key || m.pd.id != pd || m.access&need != need ||
+		addr < m.addr || n > m.size || addr-m.addr > m.size-n {
 		release(inflight)
 		return nil, nil, false
 	}

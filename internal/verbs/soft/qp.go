@@ -72,6 +72,7 @@ type qp struct {
 	busy     atomic.Bool // see updateBusy
 	refused  bool        // the message being handled was NAKed
 	peerDead bool        // the peer process exited
+	dead     atomic.Bool // peerDead, readable without the lock
 	rq       []recvEntry
 	rqHead   uint64
 	rqTail   uint64
@@ -93,7 +94,7 @@ func (p *pd) CreateQP(a verbs.QPAttr) (verbs.QP, error) {
 	c := p.ctx
 	scq, ok1 := a.SendCQ.(*cq)
 	rcq, ok2 := a.RecvCQ.(*cq)
-	if !ok1 || !ok2 || scq.ctx != c || rcq.ctx != c || a.MaxSendWR < 0 || a.MaxRecvWR < 0 || a.MaxSGE < 0 ||
+	if !ok1 || !ok2 || scq.ctx != c || rcq.ctx != c || scq.closed.Load() || rcq.closed.Load() || a.MaxSendWR < 0 || a.MaxRecvWR < 0 || a.MaxSGE < 0 ||
 		a.MaxSendWR > maxQPWR || a.MaxRecvWR > maxQPWR || a.MaxSGE > attr.MaxSGE {
 		return nil, verbs.Errorf("create_qp", verbs.ErrInvalidArgument, nil)
 	}
@@ -124,6 +125,7 @@ func (p *pd) CreateQP(a verbs.QPAttr) (verbs.QP, error) {
 	}
 	q := &qp{ctx: c, pd: p, num: num, scq: scq, rcq: rcq, maxSGE: ng, outShm: rs, out: newRing(rs.mem),
 		sq: make([]sendEntry, ns), rq: make([]recvEntry, nr)}
+	q.out.setOwner(num, c.nonce)
 	for i := range q.sq {
 		q.sq[i].sg = make([]verbs.SGE, 0, ng)
 	}
@@ -186,8 +188,15 @@ func (q *qp) Connect(remote verbs.Address) error {
 		pfd.close()
 		return verbs.Errorf("connect", verbs.ErrUnreachable, err)
 	}
+	in := newRing(rs.mem)
+	if qpn, nonce := in.owner(); qpn != a.qpn || nonce != a.nonce {
+		rs.close()
+		seg.close()
+		pfd.close()
+		return verbs.Errorf("connect", verbs.ErrUnreachable, fmt.Errorf("queue pair %d no longer exists", a.qpn))
+	}
 	q.peer = &peerConn{pid: int(a.pid), pidfd: pfd, seg: seg, view: view, ring: rs, pd: a.pd}
-	q.in = newRing(rs.mem)
+	q.in = in
 	q.state.Store(uint32(verbs.QPReady))
 	q.ctx.addActive(q)
 	return nil
@@ -218,6 +227,9 @@ func (q *qp) PostRecv(wrs []verbs.RecvWR) error {
 		e.sg = append(e.sg[:0], wr.SG...)
 		e.total = verbs.TotalLength(wr.SG)
 		q.rqTail++
+	}
+	if q.in != nil && q.in.ready() {
+		q.ctx.kick() // a message may be waiting for this receive
 	}
 	return nil
 }
@@ -342,6 +354,7 @@ func (q *qp) destroy() {
 		q.peer = nil
 		q.in = nil
 	}
+	q.out.setOwner(0, 0)
 	q.outShm.close()
 	q.out = nil
 	q.mu.Unlock()

@@ -82,12 +82,14 @@ func (q *qp) handle(m *msg) bool {
 		if m.flags&flImm != 0 && q.rqHead == q.rqTail {
 			return false
 		}
-		dst, hold, ok := q.ctx.local(m.rkey, m.raddr, uint64(m.len), verbs.AccessRemoteWrite, q.pd.id)
-		if !ok {
-			return q.refuse(m, verbs.StatusRemoteAccessError)
+		if m.len > 0 { // a zero-length RDMA checks no key, as on InfiniBand
+			dst, hold, ok := q.ctx.local(m.rkey, m.raddr, uint64(m.len), verbs.AccessRemoteWrite, q.pd.id)
+			if !ok {
+				return q.refuse(m, verbs.StatusRemoteAccessError)
+			}
+			q.in.payload(dst, 0)
+			release(hold)
 		}
-		q.in.payload(dst, 0)
-		release(hold)
 		if m.flags&flImm != 0 {
 			q.completeRecv(&q.rq[q.rqHead%uint64(len(q.rq))], verbs.StatusSuccess, verbs.WCRecvRDMAWithImm, m.len, m)
 		}
@@ -99,18 +101,6 @@ func (q *qp) handle(m *msg) bool {
 		}
 		m.flags |= flImm
 		q.completeRecv(&q.rq[q.rqHead%uint64(len(q.rq))], verbs.StatusSuccess, verbs.WCRecvRDMAWithImm, uint32(m.b), m)
-		return true
-
-	case opReadReq:
-		if m.b > maxPayload {
-			return q.refuse(m, verbs.StatusRemoteInvalidRequest)
-		}
-		src, hold, ok := q.ctx.local(m.rkey, m.raddr, m.b, verbs.AccessRemoteRead, q.pd.id)
-		if !ok {
-			return q.refuse(m, verbs.StatusRemoteAccessError)
-		}
-		q.respond(msg{op: opReadResp, token: m.token}, src)
-		release(hold)
 		return true
 
 	case opAtomicReq:
@@ -137,33 +127,22 @@ func (q *qp) handle(m *msg) bool {
 		q.respond(msg{op: opAtomicResp, token: m.token, a: old}, nil)
 		return true
 
-	case opReadResp, opAtomicResp:
+	case opAtomicResp:
 		e := q.byToken(m.token)
-		if e == nil || e.state != esAwaitResp ||
-			(m.op == opReadResp) != (e.wr.Opcode == verbs.OpRDMARead) ||
-			(m.op == opReadResp && uint64(m.len) != e.total) {
+		if e == nil || e.state != esAwaitResp || e.wr.Opcode < verbs.OpAtomicFetchAdd {
 			q.fail(verbs.StatusRemoteOperationError)
 			return true
 		}
 		q.waiting--
-		if m.op == opReadResp {
-			if !q.sgParts(e.sg, 0, uint64(m.len), verbs.AccessLocalWrite) {
-				q.failEntry(e, verbs.StatusLocalProtectionError)
-				return true
-			}
-			q.scatter()
-			e.byteLen = m.len
-		} else {
-			if !q.sgParts(e.sg, 0, 8, verbs.AccessLocalWrite) {
-				q.failEntry(e, verbs.StatusLocalProtectionError)
-				return true
-			}
-			var v [8]byte
-			binary.LittleEndian.PutUint64(v[:], m.a)
-			copyParts(q.parts, v[:])
-			q.releaseHolds()
-			e.byteLen = 8
+		if !q.sgParts(e.sg, 0, 8, verbs.AccessLocalWrite) {
+			q.failEntry(e, verbs.StatusLocalProtectionError)
+			return true
 		}
+		var v [8]byte
+		binary.LittleEndian.PutUint64(v[:], m.a)
+		copyParts(q.parts, v[:])
+		q.releaseHolds()
+		e.byteLen = 8
 		e.state = esDone
 		return true
 
@@ -212,8 +191,10 @@ func (q *qp) byToken(tok uint64) *sendEntry {
 }
 
 // respond sends a response now, or queues it (with a private copy of the data)
-// when the ring is full: the inbound ring must keep moving, or two peers that read
-// from each other could wait on each other's full rings forever.
+// when the ring is full: the inbound ring must keep moving, or two peers that send
+// atomics to each other could wait on each other's full rings forever. (A response
+// still waits behind a SEND of the peer's that finds no receive posted here: post
+// receives before expecting atomic results from a peer that sends.)
 func (q *qp) respond(m msg, data []byte) {
 	if len(q.pend) == 0 && q.out.space(len(data)) {
 		q.parts = append(q.parts[:0], data)

@@ -29,6 +29,7 @@ const (
 	ctlErrSt  = 72  // its verbs.Status
 	ctlClosed = 128 // 1 once the owner (producer) closed its queue pair or failed
 	ctlWant   = 192 // 1 while the producer waits for space: the consumer wakes it
+	ctlOwner  = 256 // queue pair number (uint32) and context nonce (uint64 at +8) of the owner
 )
 
 // header field offsets inside a slot
@@ -85,9 +86,21 @@ func (r *ring) seqWord(pos uint64) *uint64 {
 }
 
 func (r *ring) closedWord() *uint32 { return (*uint32)(unsafe.Pointer(&r.ctl[ctlClosed])) }
-func (r *ring) wantWord() *uint32   { return (*uint32)(unsafe.Pointer(&r.ctl[ctlWant])) }
-func (r *ring) errToken() *uint64   { return (*uint64)(unsafe.Pointer(&r.ctl[ctlErrTok])) }
-func (r *ring) errStatus() *uint32  { return (*uint32)(unsafe.Pointer(&r.ctl[ctlErrSt])) }
+
+// setOwner records the owning queue pair in the control page; clearOwner on destroy
+// makes stale addresses of the queue pair fail to connect.
+func (r *ring) setOwner(qpn uint32, nonce uint64) {
+	binary.LittleEndian.PutUint64(r.ctl[ctlOwner+8:], nonce)
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&r.ctl[ctlOwner])), qpn)
+}
+
+func (r *ring) owner() (uint32, uint64) {
+	return atomic.LoadUint32((*uint32)(unsafe.Pointer(&r.ctl[ctlOwner]))), binary.LittleEndian.Uint64(r.ctl[ctlOwner+8:])
+}
+
+func (r *ring) wantWord() *uint32  { return (*uint32)(unsafe.Pointer(&r.ctl[ctlWant])) }
+func (r *ring) errToken() *uint64  { return (*uint64)(unsafe.Pointer(&r.ctl[ctlErrTok])) }
+func (r *ring) errStatus() *uint32 { return (*uint32)(unsafe.Pointer(&r.ctl[ctlErrSt])) }
 
 // nak records, as the consumer, that the message with token failed with status. It
 // must be called before the message is consumed, so a producer that sees the tail
@@ -165,7 +178,7 @@ func (r *ring) peek(m *msg) bool {
 	m.b = binary.LittleEndian.Uint64(h[hB:])
 	m.pd = binary.LittleEndian.Uint32(h[hPD:])
 	if m.len > maxPayload {
-		m.op = opCorrupt
+		m.op, m.len = opCorrupt, 0 // consume the header only
 	}
 	return true
 }

@@ -8,13 +8,12 @@ import (
 	"github.com/goportals/goportals/internal/verbs"
 )
 
-// Message opcodes in the ring.
+// Message opcodes in the ring. RDMA READ needs none: it always goes by
+// cross-memory attach.
 const (
 	opSend       = 1 + iota // a fragment of a SEND: a = offset, b = total length
 	opWrite                 // RDMA WRITE through the ring (payload <= maxPayload)
 	opImm                   // the immediate of an RDMA WRITE done by cross-memory attach
-	opReadReq               // RDMA READ request: b = length
-	opReadResp              // its data
 	opAtomicReq             // a = compare/add, b = swap, flags = atomFAdd or atomCSwap
 	opAtomicResp            // a = old value
 	opCorrupt    = 0xff     // set by peek for a header that fails validation
@@ -49,7 +48,7 @@ func (q *qp) progress() int {
 	n += q.issue()
 	n += q.reap(tail)
 	q.updateBusy()
-	if q.State() == verbs.QPReady && atomic.LoadUint32(q.in.closedWord()) != 0 && !q.in.ready() {
+	if q.State() == verbs.QPReady && (q.peerDead || atomic.LoadUint32(q.in.closedWord()) != 0) {
 		// The peer failed or closed. It recorded any NAK and moved its tail before
 		// it said so: complete what it answered, then fail what is outstanding. An
 		// idle queue pair stays ready, as on RC hardware, until its next send.
@@ -67,15 +66,20 @@ func (q *qp) progress() int {
 // context's progress lock, which keeps the rings mapped.
 func (q *qp) hasWork() bool {
 	return q.in.ready() || q.busy.Load() || atomic.LoadUint64(q.out.errToken()) != 0 ||
-		atomic.LoadUint32(q.in.closedWord()) != 0
+		atomic.LoadUint32(q.in.closedWord()) != 0 || q.dead.Load()
 }
 
 // updateBusy records whether a progress round has local work to do: responses or
 // sends to issue, signaled or fenced work to complete, or a send queue half full of
 // unreaped entries. Called with q.mu held.
 func (q *qp) updateBusy() {
-	q.busy.Store(len(q.pend) > 0 || q.sqIss < q.sqTail || q.signaled > 0 || q.waiting > 0 ||
-		q.sqTail-q.sqHead > uint64(len(q.sq))/2)
+	busy := len(q.pend) > 0 || q.sqIss < q.sqTail || q.signaled > 0 || q.waiting > 0 ||
+		q.sqTail-q.sqHead > uint64(len(q.sq))/2
+	q.busy.Store(busy)
+	if busy && q.out != nil {
+		// Completions wait for the peer to consume: ask it to wake us when it does.
+		atomic.StoreUint32(q.out.wantWord(), 1)
+	}
 }
 
 // issue issues queued entries in order while they fit. Called with q.mu held.
@@ -87,7 +91,12 @@ func (q *qp) issue() int {
 			break
 		}
 		if q.peerDead || atomic.LoadUint32(q.in.closedWord()) != 0 {
-			q.failEntry(e, verbs.StatusRetryExceeded)
+			// The peer recorded any NAK and its tail before it failed: report
+			// what it answered first, then fail what it never will.
+			q.reap(atomic.LoadUint64(q.out.tail))
+			if q.State() == verbs.QPReady {
+				q.failEntry(e, verbs.StatusRetryExceeded)
+			}
 			break
 		}
 		if !q.issueOne(e) {
@@ -185,20 +194,8 @@ func (q *qp) issueOne(e *sendEntry) bool {
 		return true
 
 	case verbs.OpRDMARead:
-		if e.total <= cmaThreshold {
-			if !q.room(0) {
-				return false
-			}
-			if !q.gather(e, 0, e.total, verbs.AccessLocalWrite) {
-				return q.failEntry(e, verbs.StatusLocalProtectionError)
-			}
-			q.releaseHolds()
-			m := msg{op: opReadReq, token: e.token, raddr: e.wr.RemoteAddr, rkey: e.wr.RKey, b: e.total}
-			q.out.push(&m, nil, 0)
-			e.state = esAwaitResp
-			q.waiting++
-			return true
-		}
+		// Always by cross-memory attach: a READ must not wait behind the peer's
+		// own messages in our inbound ring (a SEND we have no receive for).
 		if !q.drainedOut() {
 			return false
 		}

@@ -1,0 +1,69 @@
+package soft
+
+import (
+	"testing"
+	"time"
+
+	"github.com/goportals/goportals/internal/verbs"
+	"github.com/goportals/goportals/internal/verbs/verbstest"
+)
+
+// zero-length RDMA WRITE with immediate and rkey 0 (IB: a zero-length RDMA op
+// does not validate the rkey) is refused with a remote access error.
+func TestRegressionZeroLengthWriteImm(t *testing.T) {
+	p := verbstest.NewPair(t, softEnv)
+	dst := p.B.Reg(t, 8, rwx, 0)
+	p.B.PostRecv(t, 5, dst.SGE(0, 8))
+	p.A.PostSend(t, verbs.SendWR{ID: 1, Opcode: verbs.OpRDMAWriteWithImm, Flags: verbs.SendSignaled, Imm: 42})
+	wcs, err := waitN(t, p.A, 1, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wcs[0].Status != verbs.StatusSuccess {
+		t.Fatalf("zero-length write-with-imm, rkey 0: %v", wcs[0].Status)
+	}
+}
+
+// RegMR on a deallocated PD and CreateQP on a destroyed CQ succeed.
+func TestRegressionDeadParents(t *testing.T) {
+	c, _ := Open()
+	defer c.Close()
+	pd, _ := c.AllocPD()
+	pd2, _ := c.AllocPD()
+	if err := pd.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := pd.RegMR(make([]byte, 64), verbs.AccessLocalWrite); err == nil {
+		t.Errorf("RegMR on a closed PD succeeded (key %#x)", m.LKey())
+	}
+	cq, _ := c.CreateCQ(16)
+	cq.Close()
+	if _, err := pd2.CreateQP(verbs.QPAttr{SendCQ: cq, RecvCQ: cq}); err == nil {
+		t.Errorf("CreateQP on a destroyed CQ succeeded")
+	}
+}
+
+// the ring fd in an address is not verified: after the QP is destroyed and another
+// created (its memfd reuses the fd number), Connect to the stale address attaches to
+// the new QP's ring.
+func TestRegressionStaleAddress(t *testing.T) {
+	a, _ := Open()
+	defer a.Close()
+	b, _ := Open()
+	defer b.Close()
+	pa, _ := a.AllocPD()
+	pb, _ := b.AllocPD()
+	cqa, _ := a.CreateCQ(16)
+	cqb, _ := b.CreateCQ(16)
+	x, _ := pb.CreateQP(verbs.QPAttr{SendCQ: cqb, RecvCQ: cqb})
+	stale := x.Address()
+	x.Close()
+	y, _ := pb.CreateQP(verbs.QPAttr{SendCQ: cqb, RecvCQ: cqb})
+	q, _ := pa.CreateQP(verbs.QPAttr{SendCQ: cqa, RecvCQ: cqa})
+	if err := q.Connect(stale); err == nil {
+		t.Errorf("Connect to a destroyed QP's address succeeded (qpn %d, now QP %d holds that ring)",
+			decodeQPN(stale), y.Num())
+	}
+}
+
+func decodeQPN(b verbs.Address) uint32 { a, _ := decodeAddress(b); return a.qpn }
