@@ -100,11 +100,6 @@ func TestRegistryRDMARoundTrip(t *testing.T) {
 func TestRegistryRDMASmallGoObjects(t *testing.T) {
 	for _, env := range envs {
 		t.Run(env.Name, func(t *testing.T) {
-			if raceEnabled && env.Name == "soft" {
-				t.Skip("known soft provider bug: (*mr).bytes in internal/verbs/soft/mr.go does pointer " +
-					"arithmetic from the registration's page start, which checkptr (-race) rejects when the " +
-					"page start lies in another Go object; it needs //go:nocheckptr like regcache.pageSlice")
-			}
 			roundTrip(t, env, [][]byte{make([]byte, 5000), make([]byte, 1), nil, make([]byte, 70000)})
 		})
 	}
