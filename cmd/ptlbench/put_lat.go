@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/goportals/goportals/portals"
+)
+
+func init() {
+	registerXfer(&xferTest{
+		name:    "put_lat",
+		summary: "put latency: half the round trip of a put ping-pong between ranks 0 and 1",
+		column:  colLatency,
+		about:   "put ping-pong, each side puts back once the other's put counted on its entry; latency is half the round trip",
+		prepare: func(b *bench, size int) { clear(b.recv[:size]) },
+		measure: measurePutLat,
+		check: func(b *bench, size int) error {
+			if !b.active() {
+				return nil
+			}
+			return checkArrived(b.recv, int(b.peer.Rank), size)
+		},
+	})
+}
+
+// measurePutLat runs the ping-pong: rank 0 puts, then waits for rank 1's put to
+// land in its entry; rank 1 waits, then puts back. The puts ask for no ACK: the
+// counting event on the receiver's entry is the only signal.
+func measurePutLat(ctx context.Context, b *bench, size, warmup, iters int) (float64, error) {
+	if !b.active() {
+		return 0, nil
+	}
+	round := func() error {
+		if b.rank == 0 {
+			if err := b.put(size, portals.NoAckReq); err != nil {
+				return err
+			}
+			return b.waitRecv(ctx, 1)
+		}
+		if err := b.waitRecv(ctx, 1); err != nil {
+			return err
+		}
+		return b.put(size, portals.NoAckReq)
+	}
+	for i := 0; i < warmup; i++ {
+		if err := round(); err != nil {
+			return 0, err
+		}
+	}
+	start := time.Now()
+	for i := 0; i < iters; i++ {
+		if err := round(); err != nil {
+			return 0, err
+		}
+	}
+	return micros(time.Since(start)) / float64(2*iters), nil
+}
+
+func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }

@@ -1,0 +1,209 @@
+package main
+
+// The transfer tests (put_lat, get_lat, put_bw, get_bw, atomic_lat, put_rate) run
+// between ranks on the soft provider. Started plainly, ptlbench is the launcher: it
+// re-executes its own binary as -np ranks through bootstrap.Launch, marking them
+// with rankEnv, and passes rank 0's output through. A rank (marked, or started by
+// cmd/ptlrun) opens the bootstrap, builds a Portals process on it, runs the test
+// and, on rank 0, prints one row per message size.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"time"
+
+	"github.com/goportals/goportals/internal/bootstrap"
+)
+
+// rankEnv marks a process that ptlbench started as one rank of a transfer test.
+const rankEnv = "PTLBENCH_RANK"
+
+// xferOpts are the flags of the transfer tests (shared by all of them).
+var xferOpts struct {
+	np         int
+	minSize    int
+	maxSize    int
+	iters      int
+	window     int
+	json       bool
+	poll       bool
+	timeout    time.Duration
+	cpuprofile string
+}
+
+// xferFlags registers the transfer flags once per flag set (every transfer test
+// calls it).
+func xferFlags(fs *flag.FlagSet) {
+	if fs.Lookup("np") != nil {
+		return
+	}
+	o := &xferOpts
+	fs.IntVar(&o.np, "np", 2, "transfer tests: ranks to start (the test runs between ranks 0 and 1)")
+	fs.IntVar(&o.minSize, "min", 8, "transfer tests: smallest message size in bytes")
+	fs.IntVar(&o.maxSize, "max", 4<<20, "transfer tests: largest message size in bytes (sizes double from -min)")
+	fs.IntVar(&o.iters, "iters", 0, "transfer tests: timed iterations per size (0: 1000 up to 64 KiB and 100 above for latencies, 100 and 20 windows for bandwidth and rate)")
+	fs.IntVar(&o.window, "window", 64, "transfer tests: operations in flight per window (put_bw, get_bw, put_rate)")
+	fs.BoolVar(&o.json, "json", false, "transfer tests: print one JSON array of rows instead of a table")
+	fs.BoolVar(&o.poll, "poll", false, "transfer tests: wait by polling the counting event (CT.Get) instead of blocking in CT.Wait")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "transfer tests: deadline of the whole run")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "transfer tests: write each rank's CPU profile to FILE.rankN")
+}
+
+// column names of the result tables and JSON rows.
+const (
+	colLatency = "latency_us"
+	colMBs     = "MB/s"
+	colRate    = "msgs/s"
+)
+
+// xferTest describes one transfer test. measure runs on every rank between a
+// barrier before and one after; rank 0's value is the row. prepare and check run
+// on every rank before and after the timed part of each size, and check reports
+// data that did not arrive intact.
+type xferTest struct {
+	name, summary string
+	column        string
+	about         string // the table's comment line: what is measured
+	fixedSizes    []int  // if set, the sizes (the -min/-max flags do not apply)
+	large         bool   // iterations are windows (bandwidth, rate), not single operations
+	needDst       bool   // rank 0 needs a destination descriptor (gets, fetches)
+	prepare       func(b *bench, size int)
+	measure       func(ctx context.Context, b *bench, size, warmup, iters int) (float64, error)
+	check         func(b *bench, size int) error
+}
+
+// xferTests lists the registered transfer tests.
+var xferTests []*xferTest
+
+// registerXfer adds a transfer test to ptlbench's registry.
+func registerXfer(x *xferTest) {
+	xferTests = append(xferTests, x)
+	register(&test{name: x.name, summary: x.summary, flags: xferFlags,
+		run: func(ctx context.Context, cfg config) error { return runXfer(ctx, cfg, x) }})
+}
+
+// errUsage marks a flag value the transfer tests cannot use.
+var errUsage = errors.New("bad flags")
+
+func (x *xferTest) sizes() ([]int, error) {
+	if x.fixedSizes != nil {
+		return x.fixedSizes, nil
+	}
+	o := &xferOpts
+	if o.minSize < 1 || o.maxSize < o.minSize || o.maxSize > 1<<30 {
+		return nil, fmt.Errorf("%w: need 1 <= -min <= -max <= 1 GiB, have %d and %d", errUsage, o.minSize, o.maxSize)
+	}
+	var s []int
+	for n := o.minSize; n <= o.maxSize; n *= 2 {
+		s = append(s, n)
+	}
+	return s, nil
+}
+
+// iterations returns the warm-up and timed iteration counts for a size.
+func (x *xferTest) iterations(size int) (warmup, iters int) {
+	iters = xferOpts.iters
+	if iters <= 0 {
+		switch {
+		case !x.large && size <= 64<<10:
+			iters = 1000
+		case !x.large:
+			iters = 100
+		case size <= 64<<10:
+			iters = 100
+		default:
+			iters = 20
+		}
+	}
+	return max(1, iters/10), iters
+}
+
+func runXfer(ctx context.Context, cfg config, x *xferTest) error {
+	o := &xferOpts
+	if _, err := x.sizes(); err != nil {
+		return err
+	}
+	if o.np < 2 || o.iters < 0 || o.window < 1 || o.timeout <= 0 {
+		return fmt.Errorf("%w: need -np >= 2, -iters >= 0, -window >= 1, -timeout > 0", errUsage)
+	}
+	if os.Getenv(rankEnv) != "" || os.Getenv(bootstrap.EnvAddr) != "" {
+		return runRank(ctx, cfg, x)
+	}
+	return launch(ctx, cfg, x)
+}
+
+// launch starts the ranks: this very program, with the transfer flags spelled out.
+func launch(ctx context.Context, cfg config, x *xferTest) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("cannot find my own binary to start the ranks: %w", err)
+	}
+	o := &xferOpts
+	argv := []string{exe,
+		"-np", strconv.Itoa(o.np), "-min", strconv.Itoa(o.minSize), "-max", strconv.Itoa(o.maxSize),
+		"-iters", strconv.Itoa(o.iters), "-window", strconv.Itoa(o.window), "-timeout", o.timeout.String(),
+		"-json=" + strconv.FormatBool(o.json), "-poll=" + strconv.FormatBool(o.poll),
+		"-cpuprofile", o.cpuprofile, x.name}
+	res, err := bootstrap.Launch(ctx, bootstrap.LaunchConfig{N: o.np, Argv: argv,
+		Env: append(os.Environ(), rankEnv+"=1"), Stdout: cfg.out, Stderr: os.Stderr,
+		Timeout: o.timeout + 30*time.Second})
+	if err != nil {
+		if res != nil && res.ExitCode == 1 {
+			return fmt.Errorf("%w: %v", errFailed, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// runRank is one rank of a transfer test.
+func runRank(ctx context.Context, cfg config, x *xferTest) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, xferOpts.timeout)
+	defer cancel()
+	b, err := openBench(ctx, x)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, b.close(ctx)) }()
+	if p := xferOpts.cpuprofile; p != "" {
+		f, err := os.Create(fmt.Sprintf("%s.rank%d", p, b.rank))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	sizes, _ := x.sizes()
+	out := newResults(cfg.out, x, b.rank == 0)
+	for _, size := range sizes {
+		warmup, iters := x.iterations(size)
+		if x.prepare != nil {
+			x.prepare(b, size)
+		}
+		if err := b.barrier(ctx); err != nil {
+			return err
+		}
+		v, err := x.measure(ctx, b, size, warmup, iters)
+		if err != nil {
+			return fmt.Errorf("%s, %d bytes: %w", x.name, size, err)
+		}
+		if err := b.barrier(ctx); err != nil {
+			return err
+		}
+		if x.check != nil {
+			if err := x.check(b, size); err != nil {
+				return fmt.Errorf("%w: %s, %d bytes, rank %d: %v", errFailed, x.name, size, b.rank, err)
+			}
+		}
+		out.row(size, v)
+	}
+	return out.end()
+}

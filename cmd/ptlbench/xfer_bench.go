@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+
+	"github.com/goportals/goportals/eq"
+	"github.com/goportals/goportals/internal/bootstrap"
+	"github.com/goportals/goportals/portals"
+)
+
+// The portal table index and match bits of the transfer tests' entry.
+const (
+	xferPT   portals.PTIndex   = 0
+	xferBits portals.MatchBits = 0x7074_6c62
+)
+
+// bench is one rank's setup for the transfer tests. Every rank exposes recv (the
+// largest message size) through one match entry whose counting event counts the
+// operations that land in it, and binds src, from which it puts and whose
+// counting event counts ACKs; rank 0 also binds dst, into which gets and fetching
+// atomics bring data, with a counting event of REPLYs. Counts only grow, so each
+// counter has a running total of what was waited for.
+type bench struct {
+	boot bootstrap.Bootstrap
+	proc *portals.Process
+	ni   *portals.NI
+	rank int
+	peer portals.ProcessID
+
+	recv, src, dst       []byte
+	recvCT, srcCT, dstCT *portals.CT
+	srcMD, dstMD         *portals.MD
+	recvN, srcN, dstN    uint64 // what each counter was last waited up to
+}
+
+// pattern is what rank r's memory holds: recv and src start with it, so a
+// receiver can check what arrived.
+func pattern(r int, n int) []byte {
+	b := make([]byte, n)
+	fillPattern(b, r)
+	return b
+}
+
+func fillPattern(b []byte, r int) {
+	for i := range b {
+		b[i] = byte(i*7 + 13*r + 1)
+	}
+}
+
+// openBench joins the job, opens the NI (collectively), and links and binds the
+// memory. It returns once every rank is ready for traffic.
+func openBench(ctx context.Context, x *xferTest) (b *bench, err error) {
+	b = &bench{}
+	if b.boot, err = bootstrap.Open(ctx); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, b.close(ctx))
+		}
+	}()
+	if b.boot.Size() < 2 {
+		return b, fmt.Errorf("the transfer tests need two ranks, the job has %d", b.boot.Size())
+	}
+	b.rank = b.boot.Rank()
+	b.peer = portals.ProcessID{Rank: portals.Rank(1 - min(b.rank, 1))}
+	if b.proc, err = portals.NewProcess(b.boot, nil); err != nil {
+		return b, err
+	}
+	if b.ni, err = b.proc.NIInit(portals.IfaceDefault, portals.NIMatching|portals.NILogical, portals.PIDAny, nil); err != nil {
+		return b, err
+	}
+	sizes, _ := x.sizes()
+	maxSize := max(8, sizes[len(sizes)-1])
+	if _, err = b.ni.PTAlloc(0, nil, xferPT); err != nil {
+		return b, err
+	}
+	if b.recvCT, err = b.ni.CTAlloc(); err != nil {
+		return b, err
+	}
+	b.recv = pattern(b.rank, maxSize)
+	if _, err = b.ni.MEAppend(xferPT, portals.MESpec{Start: b.recv, CT: b.recvCT, UID: portals.UIDAny,
+		MatchID: portals.ProcessID{Rank: portals.RankAny}, MatchBits: xferBits,
+		Options: portals.MEOpPut | portals.MEOpGet | portals.MEEventCTComm}, portals.PriorityList, 0); err != nil {
+		return b, err
+	}
+	if b.srcCT, err = b.ni.CTAlloc(); err != nil {
+		return b, err
+	}
+	b.src = pattern(b.rank, maxSize)
+	if b.srcMD, err = b.ni.MDBind(portals.MDSpec{Start: b.src, CT: b.srcCT, Options: portals.MDEventCTAck}); err != nil {
+		return b, err
+	}
+	if x.needDst && b.rank == 0 {
+		if b.dstCT, err = b.ni.CTAlloc(); err != nil {
+			return b, err
+		}
+		b.dst = make([]byte, maxSize)
+		if b.dstMD, err = b.ni.MDBind(portals.MDSpec{Start: b.dst, CT: b.dstCT, Options: portals.MDEventCTReply}); err != nil {
+			return b, err
+		}
+	}
+	return b, b.barrier(ctx)
+}
+
+// close waits for every rank (so nobody tears its NI down under a peer's
+// transfer) and releases everything.
+func (b *bench) close(ctx context.Context) error {
+	var errs []error
+	if b.ni != nil {
+		errs = append(errs, b.barrier(ctx))
+	}
+	if b.proc != nil {
+		errs = append(errs, b.proc.Close())
+	}
+	if b.boot != nil {
+		errs = append(errs, b.boot.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (b *bench) barrier(ctx context.Context) error { return b.boot.Barrier(ctx) }
+
+// active reports whether this rank takes part in the traffic (ranks 0 and 1).
+func (b *bench) active() bool { return b.rank < 2 }
+
+// put puts size bytes of src into the peer's entry.
+func (b *bench) put(size int, ack portals.AckReq) error {
+	return portals.Put(b.srcMD, 0, uint64(size), ack, b.peer, xferPT, xferBits, 0, 0, 0)
+}
+
+// get gets size bytes of the peer's entry into dst.
+func (b *bench) get(size int) error {
+	return portals.Get(b.dstMD, 0, uint64(size), b.peer, xferPT, xferBits, 0, 0)
+}
+
+// waitRecv waits until n more operations landed in our entry.
+func (b *bench) waitRecv(ctx context.Context, n uint64) error {
+	b.recvN += n
+	return waitCT(ctx, b.recvCT, b.recvN)
+}
+
+// waitSrc waits until n more ACKs reached src.
+func (b *bench) waitSrc(ctx context.Context, n uint64) error {
+	b.srcN += n
+	return waitCT(ctx, b.srcCT, b.srcN)
+}
+
+// waitDst waits until n more REPLYs reached dst.
+func (b *bench) waitDst(ctx context.Context, n uint64) error {
+	b.dstN += n
+	return waitCT(ctx, b.dstCT, b.dstN)
+}
+
+// waitCT waits until ct counts n successes, blocking in CT.Wait or, with -poll,
+// spinning on CT.Get. A counted failure is an error.
+func waitCT(ctx context.Context, ct *portals.CT, n uint64) error {
+	var v portals.CTEvent
+	var err error
+	if xferOpts.poll {
+		for i := 0; ; i++ {
+			if v, err = ct.Get(); err != nil || v.Success >= n || v.Failure != 0 {
+				break
+			}
+			if i%1024 == 1023 {
+				if err = ctx.Err(); err != nil {
+					break
+				}
+				runtime.Gosched()
+			}
+		}
+	} else {
+		v, err = ct.Wait(ctx, n)
+	}
+	if err != nil {
+		return err
+	}
+	if v.Failure != 0 {
+		return fmt.Errorf("%d operations failed (counting event %+v)", v.Failure, v)
+	}
+	return nil
+}
+
+// checkArrived compares the first size bytes of got with what rank from holds.
+func checkArrived(got []byte, from, size int) error {
+	want := pattern(from, size)
+	if !bytes.Equal(got[:size], want) {
+		i := 0
+		for got[i] == want[i] {
+			i++
+		}
+		return fmt.Errorf("data from rank %d differs at byte %d of %d", from, i, size)
+	}
+	return nil
+}
+
+// fetchAdd adds one to the uint64 at the start of the peer's entry and brings the
+// old value into dst.
+func (b *bench) fetchAdd() error {
+	return portals.FetchAtomic(b.dstMD, 0, b.srcMD, 0, 8, b.peer, xferPT, xferBits, 0, 0, 0, eq.OpSum, eq.Uint64)
+}

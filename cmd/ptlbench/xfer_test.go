@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain lets the test binary serve as the ranks of the transfer tests: the
+// launcher re-executes its own binary (here, this one) with rankEnv set.
+func TestMain(m *testing.M) {
+	if os.Getenv(rankEnv) != "" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+var xferNames = []string{"put_lat", "get_lat", "put_bw", "get_bw", "atomic_lat", "put_rate"}
+
+// wantRows are the sizes the short runs cover: an eager size, then sizes on both
+// sides of the engine's eager limit (about 1 KiB), which switch to RDMA transfers.
+func wantSizes(name string) []int {
+	if name == "atomic_lat" {
+		return []int{8}
+	}
+	return []int{512, 1024, 2048}
+}
+
+var shortFlags = []string{"-np", "2", "-min", "512", "-max", "2048", "-iters", "20", "-window", "8", "-timeout", "1m"}
+
+// TestTransferTable runs every transfer test through the real launcher (two
+// rank processes on the soft provider) and checks the table.
+func TestTransferTable(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	for _, name := range xferNames {
+		t.Run(name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if rc := run(append(shortFlags, name), &out, &errb); rc != 0 {
+				t.Fatalf("rc %d\nstdout:\n%s\nstderr:\n%s", rc, out.String(), errb.String())
+			}
+			t.Logf("\n%s", out.String())
+			column := registryColumn(t, name)
+			var lines []string
+			for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+				if !strings.HasPrefix(l, "#") {
+					lines = append(lines, l)
+				}
+			}
+			want := wantSizes(name)
+			if len(lines) != 1+len(want) {
+				t.Fatalf("want a header and %d rows, got:\n%s", len(want), out.String())
+			}
+			if f := strings.Fields(lines[0]); len(f) != 2 || f[0] != "size" || f[1] != column {
+				t.Fatalf("header %q, want size and %s", lines[0], column)
+			}
+			for i, l := range lines[1:] {
+				f := strings.Fields(l)
+				if len(f) != 2 {
+					t.Fatalf("row %q", l)
+				}
+				if size, err := strconv.Atoi(f[0]); err != nil || size != want[i] {
+					t.Fatalf("row %q: size, want %d", l, want[i])
+				}
+				checkValue(t, l, f[1])
+			}
+		})
+	}
+}
+
+// TestTransferJSON checks the -json form of every transfer test.
+func TestTransferJSON(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	for _, name := range xferNames {
+		t.Run(name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if rc := run(append(shortFlags, "-json", name), &out, &errb); rc != 0 {
+				t.Fatalf("rc %d\nstdout:\n%s\nstderr:\n%s", rc, out.String(), errb.String())
+			}
+			var rows []map[string]float64
+			if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+				t.Fatalf("not one JSON array of rows: %v\n%s", err, out.String())
+			}
+			column := registryColumn(t, name)
+			want := wantSizes(name)
+			if len(rows) != len(want) {
+				t.Fatalf("%d rows, want %d:\n%s", len(rows), len(want), out.String())
+			}
+			for i, r := range rows {
+				if len(r) != 2 || r["size"] != float64(want[i]) {
+					t.Fatalf("row %v: want size %d and %s only", r, want[i], column)
+				}
+				v, ok := r[column]
+				if !ok || v <= 0 || math.IsInf(v, 0) {
+					t.Fatalf("row %v: no positive %s", r, column)
+				}
+			}
+		})
+	}
+}
+
+func registryColumn(t *testing.T, name string) string {
+	t.Helper()
+	for _, x := range xferTests {
+		if x.name == name {
+			return x.column
+		}
+	}
+	t.Fatalf("no transfer test %s", name)
+	return ""
+}
+
+func checkValue(t *testing.T, row, s string) {
+	t.Helper()
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		t.Fatalf("row %q: value %q is not a positive number", row, s)
+	}
+}
+
+// TestTransferUsage: flags the transfer tests cannot use are refused before any
+// rank starts.
+func TestTransferUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"-min", "0", "put_lat"},
+		{"-min", "64", "-max", "8", "put_bw"},
+		{"-np", "1", "get_lat"},
+		{"-window", "0", "put_rate"},
+		{"-iters", "-1", "atomic_lat"},
+	} {
+		var out, errb bytes.Buffer
+		if rc := run(args, &out, &errb); rc != 2 {
+			t.Errorf("%v: rc %d, want 2 (stderr %q)", args, rc, errb.String())
+		}
+		if out.Len() != 0 {
+			t.Errorf("%v printed %q", args, out.String())
+		}
+	}
+}
+
+// TestCheckArrived: the data check catches a wrong byte and names where.
+func TestCheckArrived(t *testing.T) {
+	got := pattern(1, 100)
+	if err := checkArrived(got, 1, 100); err != nil {
+		t.Fatal(err)
+	}
+	got[57]++
+	err := checkArrived(got, 1, 100)
+	if err == nil || !strings.Contains(err.Error(), "byte 57 of 100") {
+		t.Fatalf("corrupted data: %v", err)
+	}
+	if err := checkArrived(pattern(0, 64), 1, 64); err == nil {
+		t.Fatal("another rank's pattern passed")
+	}
+}
