@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"time"
 
@@ -34,6 +35,7 @@ var xferOpts struct {
 	poll       bool
 	timeout    time.Duration
 	cpuprofile string
+	trace      string
 }
 
 // xferFlags registers the transfer flags once per flag set (every transfer test
@@ -52,6 +54,7 @@ func xferFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.poll, "poll", false, "transfer tests: wait by polling the counting event (CT.Get) instead of blocking in CT.Wait")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "transfer tests: deadline of the whole run")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "transfer tests: write each rank's CPU profile to FILE.rankN")
+	fs.StringVar(&o.trace, "trace", "", "transfer tests: write each rank's execution trace (runtime/trace) to FILE.rankN")
 }
 
 // column names of the result tables and JSON rows.
@@ -148,7 +151,7 @@ func launch(ctx context.Context, cfg config, x *xferTest) error {
 		"-np", strconv.Itoa(o.np), "-min", strconv.Itoa(o.minSize), "-max", strconv.Itoa(o.maxSize),
 		"-iters", strconv.Itoa(o.iters), "-window", strconv.Itoa(o.window), "-timeout", o.timeout.String(),
 		"-json=" + strconv.FormatBool(o.json), "-poll=" + strconv.FormatBool(o.poll),
-		"-cpuprofile", o.cpuprofile, x.name}
+		"-cpuprofile", o.cpuprofile, "-trace", o.trace, x.name}
 	res, err := bootstrap.Launch(ctx, bootstrap.LaunchConfig{N: o.np, Argv: argv,
 		Env: append(os.Environ(), rankEnv+"=1"), Stdout: cfg.out, Stderr: os.Stderr,
 		Timeout: o.timeout + 30*time.Second})
@@ -180,6 +183,17 @@ func runRank(ctx context.Context, cfg config, x *xferTest) (err error) {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if p := xferOpts.trace; p != "" {
+		f, err := os.Create(fmt.Sprintf("%s.rank%d", p, b.rank))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
 	}
 	sizes, _ := x.sizes()
 	out := newResults(cfg.out, x, b.rank == 0)
