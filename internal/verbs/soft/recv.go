@@ -48,6 +48,9 @@ func (q *qp) refuse(m *msg, st verbs.Status) bool {
 func (q *qp) handle(m *msg) bool {
 	switch m.op {
 	case opSend:
+		if m.flags&flHdr != 0 {
+			return q.handleHdrSend(m)
+		}
 		if !q.recvOn {
 			if q.rqHead == q.rqTail {
 				return false
@@ -149,6 +152,34 @@ func (q *qp) handle(m *msg) bool {
 	default:
 		return q.refuse(m, verbs.StatusRemoteInvalidRequest)
 	}
+}
+
+// handleHdrSend receives a SEND whose payload rides in the header slot.
+func (q *qp) handleHdrSend(m *msg) bool {
+	if q.recvOn || m.b > hdrInline {
+		return q.refuse(m, verbs.StatusRemoteInvalidRequest)
+	}
+	if q.rqHead == q.rqTail {
+		return false
+	}
+	r := &q.rq[q.rqHead%uint64(len(q.rq))]
+	if m.b > r.total {
+		q.completeRecv(r, verbs.StatusLocalLengthError, verbs.WCRecv, 0, m)
+		return q.refuse(m, verbs.StatusRemoteInvalidRequest)
+	}
+	if m.b > 0 {
+		if !q.sgParts(r.sg, 0, m.b, verbs.AccessLocalWrite) {
+			q.completeRecv(r, verbs.StatusLocalProtectionError, verbs.WCRecv, 0, m)
+			return q.refuse(m, verbs.StatusRemoteOperationError)
+		}
+		var d [hdrInline]byte
+		binary.LittleEndian.PutUint64(d[0:], m.raddr)
+		binary.LittleEndian.PutUint64(d[8:], m.a)
+		copyParts(q.parts, d[:m.b])
+		q.releaseHolds()
+	}
+	q.completeRecv(r, verbs.StatusSuccess, verbs.WCRecv, uint32(m.b), m)
+	return true
 }
 
 // scatter copies the peeked message's payload into q.parts and releases them.

@@ -1,6 +1,7 @@
 package soft
 
 import (
+	"encoding/binary"
 	"errors"
 	"sync/atomic"
 	"syscall"
@@ -24,7 +25,12 @@ const (
 	flFirst = 1 << iota
 	flLast
 	flImm
+	flHdr // a SEND of at most hdrInline bytes carried in the header slot (raddr, a)
 )
+
+// hdrInline is the largest SEND whose payload rides in the header slot itself, so
+// the message costs one cache-line transfer (design.md §3a).
+const hdrInline = 16
 
 const (
 	atomFAdd  = 0
@@ -41,12 +47,22 @@ func (q *qp) progress() int {
 	if q.State() != verbs.QPReady {
 		return 0
 	}
-	tail := atomic.LoadUint64(q.out.tail)
-	raceAcquire()
+	// Unsignaled successes need no completion: their entries are reaped lazily
+	// (when something waits for a completion, or the queue fills, or a NAK is
+	// posted), which spares reading the tail line the peer writes per message.
+	needReap := q.signaled > 0 || q.waiting > 0 || q.sqTail-q.sqHead > uint64(len(q.sq))/2 ||
+		atomic.LoadUint64(q.out.errToken()) != 0
+	var tail uint64
+	if needReap {
+		tail = atomic.LoadUint64(q.out.tail)
+		raceAcquire()
+	}
 	n := q.drain()
 	n += q.flushPending()
 	n += q.issue()
-	n += q.reap(tail)
+	if needReap {
+		n += q.reap(tail)
+	}
 	q.updateBusy()
 	if q.State() == verbs.QPReady && (q.peerDead || atomic.LoadUint32(q.in.closedWord()) != 0) {
 		// The peer failed or closed. It recorded any NAK and moved its tail before
@@ -119,6 +135,25 @@ func (q *qp) issueOne(e *sendEntry) bool {
 		flags := uint8(0)
 		if e.wr.Opcode == verbs.OpSendWithImm {
 			flags = flImm
+		}
+		if e.state == esQueued && e.total <= hdrInline {
+			if !q.room(0) {
+				return false
+			}
+			if !q.gather(e, 0, e.total, 0) {
+				return q.failEntry(e, verbs.StatusLocalProtectionError)
+			}
+			var d [hdrInline]byte
+			n := 0
+			for _, p := range q.parts {
+				n += copy(d[n:], p)
+			}
+			q.releaseHolds()
+			m := msg{op: opSend, flags: flags | flFirst | flLast | flHdr, token: e.token, b: e.total, imm: e.wr.Imm,
+				raddr: binary.LittleEndian.Uint64(d[0:]), a: binary.LittleEndian.Uint64(d[8:])}
+			e.endPos = q.out.push(&m, nil, 0)
+			e.state, e.byteLen = esAwaitTail, uint32(e.total)
+			return true
 		}
 		if e.state == esQueued && e.total > maxPayload {
 			if !q.gather(e, 0, e.total, 0) { // validate every SGE before the first fragment
