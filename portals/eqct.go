@@ -91,10 +91,25 @@ func (e *EQ) Get() (Event, error) {
 	return ev, eqErr("PtlEQGet", err)
 }
 
-// Wait blocks for the next event (PtlEQWait).
+// waitSpin bounds how many progress rounds a waiting caller runs itself before it
+// blocks (and leaves progress to the NI's goroutine).
+const waitSpin = 20000
+
+// Wait blocks for the next event (PtlEQWait). It first drives the NI's progress
+// itself for a while, then sleeps.
 func (e *EQ) Wait(ctx context.Context) (Event, error) {
 	if e == nil {
 		return Event{}, opErr("PtlEQWait", ArgInvalid, nil)
+	}
+	for i := 0; i < waitSpin; i++ {
+		ev, err := e.q.Get()
+		if err == nil || !errors.Is(err, eq.ErrEQEmpty) {
+			return ev, eqErr("PtlEQWait", err)
+		}
+		if i&63 == 63 && ctx.Err() != nil {
+			break
+		}
+		e.ni.progressOnce(true)
 	}
 	ev, err := e.q.Wait(ctx)
 	return ev, eqErr("PtlEQWait", err)
@@ -166,6 +181,16 @@ func (c *CT) Get() (CTEvent, error) {
 func (c *CT) Wait(ctx context.Context, test uint64) (CTEvent, error) {
 	if c == nil {
 		return CTEvent{}, opErr("PtlCTWait", ArgInvalid, nil)
+	}
+	for i := 0; i < waitSpin; i++ {
+		v, err := c.c.Get()
+		if err != nil || v.Success >= test || v.Failure > 0 {
+			return v, eqErr("PtlCTWait", err)
+		}
+		if i&63 == 63 && ctx.Err() != nil {
+			break
+		}
+		c.ni.progressOnce(true)
 	}
 	v, err := c.c.Wait(ctx, test)
 	return v, eqErr("PtlCTWait", err)

@@ -59,11 +59,14 @@ type NI struct {
 	buf1    []byte
 	buf2    []byte
 
-	backlog backlog
-	trig    triggerRunner
-	regOnce sync.Once
-	reg     *md.Registry
-	regErr  error
+	backlog  backlog
+	trig     triggerRunner
+	progMu   sync.Mutex // one goroutine handles completions at a time
+	appPolls atomic.Uint64
+	wcs      [32]verbs.WorkCompletion
+	regOnce  sync.Once
+	reg      *md.Registry
+	regErr   error
 
 	stop chan struct{}
 	wg   sync.WaitGroup

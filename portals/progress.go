@@ -3,6 +3,7 @@ package portals
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/goportals/goportals/eq"
 	"github.com/goportals/goportals/internal/verbs"
@@ -26,24 +27,23 @@ func (ni *NI) run() {
 	defer ni.wg.Done()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-ni.stop; cancel() }()
-	var wc [32]verbs.WorkCompletion
 	idle := 0
+	last := ni.appPolls.Load()
 	for {
 		select {
 		case <-ni.stop:
 			return
 		default:
 		}
-		n := ni.drainBacklog()
-		k, err := ni.cq.Poll(wc[:])
-		if err != nil {
-			return
-		}
-		for i := range wc[:k] {
-			ni.handleWC(&wc[i])
-		}
-		if n+k > 0 {
+		if ni.progressOnce(false) > 0 {
 			idle = 0
+			continue
+		}
+		if p := ni.appPolls.Load(); p != last {
+			// A waiting caller drives progress itself: stay off the CPU.
+			last = p
+			idle = 0
+			time.Sleep(appNap)
 			continue
 		}
 		if idle++; idle < progressSpin {
@@ -54,6 +54,31 @@ func (ni *NI) run() {
 			return
 		}
 	}
+}
+
+// appNap is how long the progress goroutine steps aside while callers poll.
+const appNap = 100 * time.Microsecond
+
+// progressOnce handles the harvested backlog and one batch of completions, unless
+// another goroutine is doing so. Callers that wait (EQ and CT waits) run it
+// themselves, so the completion that ends their wait needs no goroutine hand-off.
+func (ni *NI) progressOnce(app bool) int {
+	if app {
+		ni.appPolls.Add(1)
+	}
+	if !ni.progMu.TryLock() {
+		return 0
+	}
+	defer ni.progMu.Unlock()
+	n := ni.drainBacklog()
+	k, err := ni.cq.Poll(ni.wcs[:])
+	if err != nil {
+		return n
+	}
+	for i := range ni.wcs[:k] {
+		ni.handleWC(&ni.wcs[i])
+	}
+	return n + k
 }
 
 // pollOnce harvests completions into the backlog (never handles them).
