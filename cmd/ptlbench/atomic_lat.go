@@ -21,24 +21,26 @@ func init() {
 	})
 }
 
-// The counter starts at zero on rank 1 and rank 0's operand is one, so the
-// value the last fetch returns is the number of operations before it.
+// Rank 0's operand is one, so each fetch returns one more than the one before:
+// the first fetch of a size reads the counter's start value (whatever rank 1's
+// memory held), and the last must return start + count - 1.
 func prepareAtomic(b *bench, _ int) {
-	switch b.rank {
-	case 0:
+	if b.rank == 0 {
 		binary.NativeEndian.PutUint64(b.src, 1)
 		clear(b.dst[:8])
-	case 1:
-		clear(b.recv[:8])
 	}
 }
 
-func checkAtomic(b *bench, _ int) error {
+// atomicRun is what rank 0 saw during one size: the counter before the first
+// fetch and the number of fetches.
+var atomicRun struct{ start, count uint64 }
+
+func checkAtomic(_ context.Context, b *bench, _, _, _ int) error {
 	if b.rank != 0 {
 		return nil
 	}
-	if got, want := binary.NativeEndian.Uint64(b.dst), b.dstN-1; got != want {
-		return fmt.Errorf("the last fetch-add returned %d, want %d", got, want)
+	if got, want := binary.NativeEndian.Uint64(b.dst), atomicRun.start+atomicRun.count-1; got != want {
+		return fmt.Errorf("the last of %d fetch-adds from %d returned %d, want %d", atomicRun.count, atomicRun.start, got, want)
 	}
 	return nil
 }
@@ -57,6 +59,9 @@ func measureAtomicLat(ctx context.Context, b *bench, _, warmup, iters int) (floa
 		if err := one(); err != nil {
 			return 0, err
 		}
+		if i == 0 {
+			atomicRun.start = binary.NativeEndian.Uint64(b.dst)
+		}
 	}
 	start := time.Now()
 	for i := 0; i < iters; i++ {
@@ -64,5 +69,7 @@ func measureAtomicLat(ctx context.Context, b *bench, _, warmup, iters int) (floa
 			return 0, err
 		}
 	}
-	return micros(time.Since(start)) / float64(iters), nil
+	d := time.Since(start)
+	atomicRun.count = uint64(warmup + iters)
+	return micros(d) / float64(iters), nil
 }

@@ -14,18 +14,22 @@ func init() {
 		column:  colMBs,
 		about:   "rank 0 puts a window of messages (CT_ACK), then waits for all their ACKs on its descriptor's counting event; MB/s is 10^6 bytes/s",
 		large:   true,
-		prepare: func(b *bench, size int) { clear(b.recv[:size]) },
+		prepare: func(b *bench, size int) { b.prepareSend(size) },
 		measure: measurePutBW,
-		check:   checkPutToRank1,
+		check:   checkPutWindows,
 	})
 }
 
-// checkPutToRank1 checks the data that rank 0 put into rank 1's entry.
-func checkPutToRank1(b *bench, size int) error {
+// checkPutWindows waits on rank 1 until its entry counted every put of the size,
+// then checks the data that rank 0 put.
+func checkPutWindows(ctx context.Context, b *bench, size, warmup, iters int) error {
 	if b.rank != 1 {
 		return nil
 	}
-	return checkArrived(b.recv, 0, size)
+	if err := b.waitRecv(ctx, uint64((warmup+iters)*xferOpts.window)); err != nil {
+		return err
+	}
+	return checkArrived(b.recv, 0, size, size)
 }
 
 // measurePutBW issues iters windows of puts, each completed when all its puts

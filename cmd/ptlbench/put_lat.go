@@ -13,13 +13,14 @@ func init() {
 		summary: "put latency: half the round trip of a put ping-pong between ranks 0 and 1",
 		column:  colLatency,
 		about:   "put ping-pong, each side puts back once the other's put counted on its entry; latency is half the round trip",
-		prepare: func(b *bench, size int) { clear(b.recv[:size]) },
+		prepare: func(b *bench, size int) { b.prepareSend(size) },
 		measure: measurePutLat,
-		check: func(b *bench, size int) error {
+		check: func(_ context.Context, b *bench, size, _, _ int) error {
 			if !b.active() {
 				return nil
 			}
-			return checkArrived(b.recv, int(b.peer.Rank), size)
+			// Every put of the size was waited for in measure.
+			return checkArrived(b.recv, int(b.peer.Rank), size, size)
 		},
 	})
 }

@@ -66,8 +66,9 @@ const (
 
 // xferTest describes one transfer test. measure runs on every rank between a
 // barrier before and one after; rank 0's value is the row. prepare and check run
-// on every rank before and after the timed part of each size, and check reports
-// data that did not arrive intact.
+// on every rank before and after the timed part of each size: check waits until
+// every operation of the size is counted where it landed and reports data that
+// did not arrive intact.
 type xferTest struct {
 	name, summary string
 	column        string
@@ -77,7 +78,7 @@ type xferTest struct {
 	needDst       bool   // rank 0 needs a destination descriptor (gets, fetches)
 	prepare       func(b *bench, size int)
 	measure       func(ctx context.Context, b *bench, size, warmup, iters int) (float64, error)
-	check         func(b *bench, size int) error
+	check         func(ctx context.Context, b *bench, size, warmup, iters int) error
 }
 
 // xferTests lists the registered transfer tests.
@@ -213,7 +214,7 @@ func runRank(ctx context.Context, cfg config, x *xferTest) (err error) {
 			return err
 		}
 		if x.check != nil {
-			if err := x.check(b, size); err != nil {
+			if err := x.check(ctx, b, size, warmup, iters); err != nil {
 				return fmt.Errorf("%w: %s, %d bytes, rank %d: %v", errFailed, x.name, size, b.rank, err)
 			}
 		}

@@ -37,17 +37,20 @@ type bench struct {
 	recvN, srcN, dstN    uint64 // what each counter was last waited up to
 }
 
-// pattern is what rank r's memory holds: recv and src start with it, so a
-// receiver can check what arrived.
-func pattern(r int, n int) []byte {
+// pattern is the data rank r sends in round seed: recv and src start with round
+// 0, and a sender refills src for each message size (seed = size), so a receiver
+// can tell this size's data from an earlier one's. Only the owner writes its
+// memory, and only before it hands it to the engine (binding, or an operation),
+// so the race detector sees every access ordered.
+func pattern(r, seed, n int) []byte {
 	b := make([]byte, n)
-	fillPattern(b, r)
+	fillPattern(b, r, seed)
 	return b
 }
 
-func fillPattern(b []byte, r int) {
+func fillPattern(b []byte, r, seed int) {
 	for i := range b {
-		b[i] = byte(i*7 + 13*r + 1)
+		b[i] = byte(i*7 + 13*r + seed%251 + 1)
 	}
 }
 
@@ -82,7 +85,7 @@ func openBench(ctx context.Context, x *xferTest) (b *bench, err error) {
 	if b.recvCT, err = b.ni.CTAlloc(); err != nil {
 		return b, err
 	}
-	b.recv = pattern(b.rank, maxSize)
+	b.recv = pattern(b.rank, 0, maxSize)
 	if _, err = b.ni.MEAppend(xferPT, portals.MESpec{Start: b.recv, CT: b.recvCT, UID: portals.UIDAny,
 		MatchID: portals.ProcessID{Rank: portals.RankAny}, MatchBits: xferBits,
 		Options: portals.MEOpPut | portals.MEOpGet | portals.MEEventCTComm}, portals.PriorityList, 0); err != nil {
@@ -91,7 +94,7 @@ func openBench(ctx context.Context, x *xferTest) (b *bench, err error) {
 	if b.srcCT, err = b.ni.CTAlloc(); err != nil {
 		return b, err
 	}
-	b.src = pattern(b.rank, maxSize)
+	b.src = pattern(b.rank, 0, maxSize)
 	if b.srcMD, err = b.ni.MDBind(portals.MDSpec{Start: b.src, CT: b.srcCT, Options: portals.MDEventCTAck}); err != nil {
 		return b, err
 	}
@@ -185,9 +188,10 @@ func waitCT(ctx context.Context, ct *portals.CT, n uint64) error {
 	return nil
 }
 
-// checkArrived compares the first size bytes of got with what rank from holds.
-func checkArrived(got []byte, from, size int) error {
-	want := pattern(from, size)
+// checkArrived compares the first size bytes of got with what rank from sends in
+// round seed.
+func checkArrived(got []byte, from, seed, size int) error {
+	want := pattern(from, seed, size)
 	if !bytes.Equal(got[:size], want) {
 		i := 0
 		for got[i] == want[i] {
@@ -203,3 +207,6 @@ func checkArrived(got []byte, from, size int) error {
 func (b *bench) fetchAdd() error {
 	return portals.FetchAtomic(b.dstMD, 0, b.srcMD, 0, 8, b.peer, xferPT, xferBits, 0, 0, 0, eq.OpSum, eq.Uint64)
 }
+
+// prepareSend refills src with this size's pattern on the ranks that put.
+func (b *bench) prepareSend(size int) { fillPattern(b.src[:size], b.rank, size) }

@@ -145,16 +145,19 @@ func TestTransferUsage(t *testing.T) {
 
 // TestCheckArrived: the data check catches a wrong byte and names where.
 func TestCheckArrived(t *testing.T) {
-	got := pattern(1, 100)
-	if err := checkArrived(got, 1, 100); err != nil {
+	got := pattern(1, 64, 100)
+	if err := checkArrived(got, 1, 64, 100); err != nil {
 		t.Fatal(err)
 	}
 	got[57]++
-	err := checkArrived(got, 1, 100)
+	err := checkArrived(got, 1, 64, 100)
 	if err == nil || !strings.Contains(err.Error(), "byte 57 of 100") {
 		t.Fatalf("corrupted data: %v", err)
 	}
-	if err := checkArrived(pattern(0, 64), 1, 64); err == nil {
-		t.Fatal("another rank's pattern passed")
+	if err := checkArrived(pattern(0, 64, 64), 1, 64, 64); err == nil {
+		t.Fatal("another rank's data passed")
+	}
+	if err := checkArrived(pattern(1, 32, 64), 1, 64, 64); err == nil {
+		t.Fatal("data of an earlier size passed")
 	}
 }
