@@ -129,13 +129,22 @@ func limitField(l *portals.Limits, name string) (any, error) {
 
 // applyAttrs sets the record from an element's attributes in document order (the
 // reference's get_attr), then fills the buffer for md_data/le_data/me_data.
+//
+// The values of md_data, le_data, me_data and operand are read after every other
+// attribute, with the element's final type: the corpus writes attributes in
+// alphabetical order (md_data before type) and expects the data in that type.
 func (in *interp) applyAttrs(r *record, n *Node) error {
 	var fillData []datum
-	for _, a := range n.Attrs {
-		name, val := a.Name.Local, a.Value
-		err := in.applyAttr(r, name, val, &fillData)
-		if err != nil {
-			return atLine(n, fmt.Errorf("<%s> %s=%q: %w", n.Name, name, val, err))
+	for pass := 0; pass < 2; pass++ {
+		for _, a := range n.Attrs {
+			name, val := a.Name.Local, a.Value
+			if dataAttr(name) != (pass == 1) {
+				continue
+			}
+			err := in.applyAttr(r, name, val, &fillData)
+			if err != nil {
+				return atLine(n, fmt.Errorf("<%s> %s=%q: %w", n.Name, name, val, err))
+			}
 		}
 	}
 	for _, d := range fillData {
@@ -326,6 +335,11 @@ func setLimit(r *record, lim *portals.Limits, name, val string) error {
 		*p = v
 	}
 	return err
+}
+
+// dataAttr reports whether an attribute holds a value of the element's datatype.
+func dataAttr(name string) bool {
+	return name == "md_data" || name == "le_data" || name == "me_data" || name == "operand"
 }
 
 // targetID reads target_id: SELF (the id of the record's NI), "nid:pid", or a rank.

@@ -111,6 +111,7 @@ func (in *interp) expect(r *record, n *Node, op string, err error) error {
 		return err
 	}
 	got := portals.ErrnoOf(err)
+	r.err = got // what err= in check and if compares, in this element's children
 	if got == r.ret {
 		in.tracef(n, "%s -> %s", op, errnoName(got))
 		return nil

@@ -43,8 +43,24 @@ func rankOf(p portals.ProcessID, logical bool) uint64 {
 
 // compare returns a description of the first attribute that does not hold, or "".
 func (in *interp) compare(r *record, n *Node) (string, error) {
+	// length, offset and type apply to the buffer comparisons wherever they are
+	// written (the corpus orders attributes alphabetically).
 	length, offset := uint64(1), uint64(0)
 	typ := eq.Uint8
+	for _, a := range n.Attrs {
+		var err error
+		switch a.Name.Local {
+		case "length":
+			length, err = r.number(a.Value)
+		case "offset":
+			offset, err = r.number(a.Value)
+		case "type":
+			typ, err = parseAtomType(a.Value)
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s=%q: %w", a.Name.Local, a.Value, err)
+		}
+	}
 	ev := &r.event
 	for _, a := range n.Attrs {
 		name, val := a.Name.Local, a.Value
@@ -66,9 +82,8 @@ func (in *interp) compare(r *record, n *Node) (string, error) {
 		switch name {
 		case "err":
 			var want portals.Errno
-			if want, err = parseRet(val); err == nil && want != portals.OK {
-				// The reference never sets err: it is always OK.
-				bad = fail("OK", errnoName(want))
+			if want, err = parseRet(val); err == nil && want != r.err {
+				bad = fail(errnoName(r.err), errnoName(want))
 			}
 		case "thread_id":
 			bad, err = numEq(uint64(r.threadID))
@@ -139,12 +154,7 @@ func (in *interp) compare(r *record, n *Node) (string, error) {
 			bad, err = numEq(r.ctEvent.Success)
 		case "ct_event_failure":
 			bad, err = numEq(r.ctEvent.Failure)
-		case "length":
-			length, err = r.number(val)
-		case "offset":
-			offset, err = r.number(val)
-		case "type":
-			typ, err = parseAtomType(val)
+		case "length", "offset", "type":
 		case "md_data", "le_data", "me_data":
 			bad, err = checkBuffer(r.buf, name, val, typ, offset, length)
 		default:

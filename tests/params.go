@@ -145,6 +145,7 @@ type entrySpec struct {
 // attributes set fields, and calls read them.
 type record struct {
 	ret      portals.Errno
+	err      portals.Errno // the return code of the element's call
 	count    int64
 	cond     bool
 	threadID int64
@@ -207,8 +208,8 @@ type record struct {
 	handle1, handle2             handle
 
 	nis, mds, les, mes, eqs, cts stack
-	ptIdx                    [stackSize]portals.PTIndex
-	ptNext                   int
+	ptIdx                        [stackSize]portals.PTIndex
+	ptNext                       int
 }
 
 // defaultRecord is the record the root element starts from.
@@ -242,7 +243,9 @@ func defaultRecord() *record {
 }
 
 // Element kinds that get a fresh buffer.
-var bufferElements = words("ptl_md ptl_md_bind ptl_me ptl_me_append ptl_le ptl_le_append")
+// The searches get one too: the reference hands them the inherited buffer, which
+// they never touch, but a Go slice must be as long as the length it describes.
+var bufferElements = words("ptl_md ptl_md_bind ptl_me ptl_me_append ptl_le ptl_le_append ptl_le_search ptl_me_search")
 
 // push returns the record of a new element named name: a copy of r with the
 // per-element defaults of the reference interpreter.
@@ -250,6 +253,7 @@ func (r *record) push(name string) *record {
 	c := *r
 	c.count = 1
 	c.ret = portals.OK
+	c.err = portals.OK
 	c.typ = eq.Uint8
 	if _, ok := bufferElements[name]; ok {
 		c.buf = make([]byte, c.actual.MaxMsgSize)

@@ -52,7 +52,9 @@ func ParseFile(path string) (*Script, error) {
 // vocabulary, so that a typo is reported with its line before anything runs.
 func Parse(path string, data []byte) (*Script, error) {
 	lines := newlineIndex(data)
-	lineAt := func(off int64) int { return 1 + sort.Search(len(lines), func(i int) bool { return int64(lines[i]) >= off }) }
+	lineAt := func(off int64) int {
+		return 1 + sort.Search(len(lines), func(i int) bool { return int64(lines[i]) >= off })
+	}
 	d := xml.NewDecoder(bytes.NewReader(data))
 	d.Strict = true
 	var stack []*Node

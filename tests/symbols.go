@@ -32,6 +32,9 @@ func parseRet(s string) (portals.Errno, error) {
 const invalidU8 = 0xff
 
 func parseAtomOp(s string) (eq.AtomicOp, error) {
+	if v, ok := enumNumber(s); ok {
+		return eq.AtomicOp(v), nil
+	}
 	if s == "INVALID" {
 		return invalidU8, nil
 	}
@@ -42,6 +45,9 @@ func parseAtomOp(s string) (eq.AtomicOp, error) {
 }
 
 func parseAtomType(s string) (eq.AtomicType, error) {
+	if v, ok := enumNumber(s); ok {
+		return eq.AtomicType(v), nil
+	}
 	if s == "INVALID" {
 		return invalidU8, nil
 	}
@@ -51,7 +57,24 @@ func parseAtomType(s string) (eq.AtomicType, error) {
 	return 0, fmt.Errorf("unknown atomic type %q", s)
 }
 
+// enumNumber reads a number written for an enumeration whose Go values follow
+// portals4.h (lists, search operations, atomic operations and types, event kinds);
+// a value beyond the Go type reads as invalidU8.
+func enumNumber(s string) (uint8, bool) {
+	v, n := strtoull(s)
+	if n == 0 || n != len(s) {
+		return 0, false
+	}
+	if v > invalidU8 {
+		return invalidU8, true
+	}
+	return uint8(v), true
+}
+
 func parseList(s string) (me.List, error) {
+	if v, ok := enumNumber(s); ok {
+		return me.List(v), nil
+	}
 	switch s {
 	case "PRIORITY":
 		return me.ListPriority, nil
@@ -75,6 +98,9 @@ func parseEventList(s string) (eq.List, error) {
 }
 
 func parseSearchOp(s string) (me.SearchOp, error) {
+	if v, ok := enumNumber(s); ok {
+		return me.SearchOp(v), nil
+	}
 	switch s {
 	case "ONLY":
 		return me.SearchOnly, nil
@@ -103,6 +129,9 @@ func parseAckReq(s string) (portals.AckReq, error) {
 }
 
 func parseEventType(s string) (eq.EventKind, error) {
+	if v, ok := enumNumber(s); ok {
+		return eq.EventKind(v), nil
+	}
 	if s == "INVALID" {
 		return invalidU8, nil
 	}
@@ -136,7 +165,10 @@ func parseMask(kind, s string, words map[string]uint32, all uint32) (uint32, err
 		}
 		b, ok := words[w]
 		if !ok {
-			if _, n := strtoull(w); n == len(w) {
+			if v, n := strtoull(w); n == len(w) {
+				if v == 0 {
+					continue // no option bits: the same in every encoding
+				}
 				return 0, errSkipf("numeric %s %q is a C bit mask with no Go counterpart", kind, w)
 			}
 			return 0, fmt.Errorf("unknown %s word %q", kind, w)
@@ -185,6 +217,8 @@ var leOptWords = map[string]uint32{
 	"FLOW_DISABLE": uint32(me.EventFlowCtrlDisable), "OVER_DISABLE": uint32(me.EventOverDisable),
 	"UNLINK_DISABLE": uint32(me.EventUnlinkDisable), "CT_COMM": uint32(me.EventCTComm),
 	"CT_OVERFLOW": uint32(me.EventCTOverflow), "CT_BYTES": uint32(me.EventCTBytes),
+	// Portals 4.1 options the reference's parser lacks; the Go API has them.
+	"ACK_DISABLE": uint32(me.AckDisable), "UNEXPECTED_HDR_DISABLE": uint32(me.UnexpectedHdrDisable),
 }
 
 var meOptWords = func() map[string]uint32 {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 
@@ -116,9 +117,10 @@ func parseNumber(s string) (uint64, error) {
 	return v, nil
 }
 
-// datum is one value of an atomic datatype as the reference keeps it: a 16-byte
-// union, written in the machine's (little-endian) layout.
-type datum [16]byte
+// datum is one value of an atomic datatype as the reference keeps it: a union,
+// written in the machine's (little-endian) layout, large enough for a long double
+// complex (two x87 extended values of 16 bytes).
+type datum [32]byte
 
 // parseDatum parses s as a value of type t the way the reference does: strtol for
 // the signed types (then truncated), strtoull for the unsigned ones, strtof/strtod
@@ -163,10 +165,74 @@ func parseDatum(t eq.AtomicType, s string) (datum, error) {
 			binary.LittleEndian.PutUint64(d[0:], math.Float64bits(re))
 			binary.LittleEndian.PutUint64(d[8:], math.Float64bits(im))
 		}
+	case eq.LongDouble, eq.LongDoubleComplex:
+		parts := []string{t0}
+		if t == eq.LongDoubleComplex {
+			if !strings.HasPrefix(t0, "(") || !strings.HasSuffix(t0, ")") {
+				return d, fmt.Errorf("%q is not a complex value: want (re, im)", s)
+			}
+			parts = strings.Split(t0[1:len(t0)-1], ",")
+			if len(parts) != 2 {
+				return d, fmt.Errorf("%q is not a complex value: want (re, im)", s)
+			}
+		}
+		for i, p := range parts {
+			x, ok := toExtended(strings.TrimSpace(p))
+			if !ok {
+				return d, fmt.Errorf("%q is not a long double", s)
+			}
+			copy(d[16*i:], x[:])
+		}
 	default:
-		return d, errSkipf("datatype %v has no test data representation", t)
+		return d, fmt.Errorf("datatype %v has no test data representation", t)
 	}
 	return d, nil
+}
+
+// toExtended converts a decimal to the x86-64 long double layout: the x87 80-bit
+// extended format (64-bit mantissa with explicit integer bit, 15-bit exponent, sign)
+// in 16 bytes, rounded to nearest as strtold does.
+func toExtended(s string) ([16]byte, bool) {
+	var x [16]byte
+	f, _, err := big.ParseFloat(s, 10, 64, big.ToNearestEven)
+	if err != nil || f.IsInf() {
+		return x, false
+	}
+	var sign uint16
+	if f.Signbit() {
+		sign = 0x8000
+		f.Neg(f)
+	}
+	if f.Sign() == 0 {
+		binary.LittleEndian.PutUint16(x[8:], sign)
+		return x, true
+	}
+	mant := new(big.Float)
+	exp := f.MantExp(mant) // f = mant * 2^exp, mant in [0.5, 1)
+	mant.SetMantExp(mant, 64)
+	m, _ := mant.Uint64()
+	e := exp - 1 + 16383
+	if e <= 0 || e >= 0x7fff {
+		return x, false
+	}
+	binary.LittleEndian.PutUint64(x[0:], m)
+	binary.LittleEndian.PutUint16(x[8:], sign|uint16(e))
+	return x, true
+}
+
+// fromExtended reads an x87 80-bit extended value as a float64.
+func fromExtended(b []byte) float64 {
+	m := binary.LittleEndian.Uint64(b[0:])
+	se := binary.LittleEndian.Uint16(b[8:])
+	e := int(se & 0x7fff)
+	if e == 0x7fff {
+		return math.NaN()
+	}
+	v := math.Ldexp(float64(m), e-16383-63)
+	if se&0x8000 != 0 {
+		v = -v
+	}
+	return v
 }
 
 // parseComplex reads "(re, im)".
@@ -214,6 +280,14 @@ func compareData(buf []byte, t eq.AtomicType, d datum) string {
 				w := math.Float32frombits(binary.LittleEndian.Uint32(d[p:]))
 				g := math.Float32frombits(binary.LittleEndian.Uint32(got[p:]))
 				const eps = float32(1e-6)
+				if g > w+eps || g < w-eps || g != g {
+					return fmt.Sprintf("item %d: want %v, got %v", i/sz, w, g)
+				}
+			}
+		case eq.LongDouble, eq.LongDoubleComplex:
+			for p := 0; p < sz; p += 16 {
+				w, g := fromExtended(d[p:]), fromExtended(got[p:])
+				const eps = 1e-12
 				if g > w+eps || g < w-eps || g != g {
 					return fmt.Sprintf("item %d: want %v, got %v", i/sz, w, g)
 				}
