@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/goportals/goportals/eq"
 )
@@ -106,11 +107,15 @@ func (e *EQ) Wait(ctx context.Context) (Event, error) {
 		if err == nil || !errors.Is(err, eq.ErrEQEmpty) {
 			return ev, eqErr("PtlEQWait", err)
 		}
-		if i&63 == 63 && ctx.Err() != nil {
-			break
+		if i&63 == 63 {
+			if ctx.Err() != nil {
+				break
+			}
+			runtime.Gosched() // let a preempted progress goroutine finish its round
 		}
 		e.ni.progressOnce(true)
 	}
+	e.ni.kick()
 	ev, err := e.q.Wait(ctx)
 	return ev, eqErr("PtlEQWait", err)
 }
@@ -187,11 +192,15 @@ func (c *CT) Wait(ctx context.Context, test uint64) (CTEvent, error) {
 		if err != nil || v.Success >= test || v.Failure > 0 {
 			return v, eqErr("PtlCTWait", err)
 		}
-		if i&63 == 63 && ctx.Err() != nil {
-			break
+		if i&63 == 63 {
+			if ctx.Err() != nil {
+				break
+			}
+			runtime.Gosched()
 		}
 		c.ni.progressOnce(true)
 	}
+	c.ni.kick()
 	v, err := c.c.Wait(ctx, test)
 	return v, eqErr("PtlCTWait", err)
 }

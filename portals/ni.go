@@ -63,6 +63,7 @@ type NI struct {
 	trig     triggerRunner
 	progMu   sync.Mutex // one goroutine handles completions at a time
 	appPolls atomic.Uint64
+	kickCh   chan struct{}
 	wcs      [32]verbs.WorkCompletion
 	regOnce  sync.Once
 	reg      *md.Registry
@@ -142,7 +143,7 @@ func (p *Process) NIInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 	ni := &NI{proc: p, slot: slot, opts: opts, limits: lim, rank: rank, refs: 1,
 		self: ProcessID{NID: 0, PID: pid, Rank: Rank(rank)},
 		pts:  make([]*pt, lim.MaxPTIndex+1), ops: map[uint64]*initOp{}, tops: map[uint64]*targetOp{},
-		stop: make(chan struct{})}
+		stop: make(chan struct{}), kickCh: make(chan struct{}, 1)}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := ni.connect(ctx); err != nil {

@@ -2,6 +2,7 @@ package portals
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 
@@ -29,6 +30,8 @@ func (ni *NI) run() {
 	go func() { <-ni.stop; cancel() }()
 	idle := 0
 	last := ni.appPolls.Load()
+	nap := time.NewTimer(time.Hour)
+	nap.Stop()
 	for {
 		select {
 		case <-ni.stop:
@@ -40,19 +43,38 @@ func (ni *NI) run() {
 			continue
 		}
 		if p := ni.appPolls.Load(); p != last {
-			// A waiting caller drives progress itself: stay off the CPU.
+			// A waiting caller drives progress itself: stay off the CPU until it
+			// stops polling or is about to block (kick).
 			last = p
 			idle = 0
-			time.Sleep(appNap)
+			nap.Reset(appNap)
+			select {
+			case <-nap.C:
+			case <-ni.kickCh:
+				nap.Stop()
+			case <-ni.stop:
+				return
+			}
 			continue
 		}
 		if idle++; idle < progressSpin {
+			if idle&63 == 0 {
+				runtime.Gosched()
+			}
 			continue
 		}
 		idle = 0
 		if err := ni.cq.Wait(ctx); err != nil {
 			return
 		}
+	}
+}
+
+// kick ends the progress goroutine's nap: a waiting caller is about to block.
+func (ni *NI) kick() {
+	select {
+	case ni.kickCh <- struct{}{}:
+	default:
 	}
 }
 

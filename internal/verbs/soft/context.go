@@ -3,6 +3,7 @@ package soft
 import (
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,10 +37,13 @@ type Context struct {
 	polls  atomic.Uint64
 	// life keeps the segment mapped: calls that touch it outside a progress round
 	// (RegMR, Dereg, kick) hold it shared; Close takes it to unmap.
-	life   sync.RWMutex
-	closed atomic.Bool
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	life sync.RWMutex
+	// kickCh ends the progress goroutine's nap early (a caller is about to block).
+	kickCh   chan struct{}
+	napTimer *time.Timer
+	closed   atomic.Bool
+	stop     chan struct{}
+	wg       sync.WaitGroup
 }
 
 // Open opens a context on the soft device.
@@ -53,7 +57,9 @@ func Open() (*Context, error) {
 	}
 	c := &Context{seg: seg, view: segView{seg.mem}, nonce: rand.Uint64() | 1, pid: os.Getpid(),
 		qps: map[*qp]struct{}{}, cqs: map[*cq]struct{}{}, pds: map[*pd]struct{}{},
-		stop: make(chan struct{})}
+		stop: make(chan struct{}), kickCh: make(chan struct{}, 1)}
+	c.napTimer = time.NewTimer(time.Hour)
+	c.napTimer.Stop()
 	c.freeMR = make([]uint32, 0, maxMR)
 	for i := maxMR - 1; i >= 0; i-- {
 		c.freeMR = append(c.freeMR, uint32(i))
@@ -162,8 +168,12 @@ func (c *Context) progress() int {
 	return n
 }
 
-// kick wakes the progress goroutine if it sleeps.
+// kick wakes the progress goroutine if it naps or sleeps.
 func (c *Context) kick() {
+	select {
+	case c.kickCh <- struct{}{}:
+	default:
+	}
 	c.life.RLock()
 	defer c.life.RUnlock()
 	if c.closed.Load() {
@@ -208,11 +218,22 @@ func (c *Context) run() {
 		if p := c.polls.Load(); p != lastPolls {
 			lastPolls = p
 			idle = 0
-			time.Sleep(activeNap)
+			c.napTimer.Reset(activeNap)
+			select {
+			case <-c.napTimer.C:
+			case <-c.kickCh:
+				c.napTimer.Stop()
+			case <-c.stop:
+				return
+			}
 			continue
 		}
 		if idle++; idle < idleSpin {
-			cpuPause()
+			if idle&63 == 0 {
+				runtime.Gosched()
+			} else {
+				cpuPause()
+			}
 			continue
 		}
 		atomic.StoreUint32(w, 1)

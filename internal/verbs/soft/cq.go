@@ -2,6 +2,7 @@ package soft
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -95,7 +96,11 @@ func (q *cq) Wait(ctx context.Context) error {
 		}
 		q.ctx.polls.Add(1)
 		q.ctx.progress()
-		cpuPause()
+		if i&63 == 63 {
+			runtime.Gosched() // a preempted goroutine may hold the progress lock
+		} else {
+			cpuPause()
+		}
 	}
 	q.waiters.Add(1)
 	defer q.waiters.Add(-1)

@@ -72,6 +72,7 @@ type qp struct {
 	busy     atomic.Bool // see updateBusy
 	refused  bool        // the message being handled was NAKed
 	peerDead bool        // the peer process exited
+	cmaDone  bool        // issue ran a cross-memory transfer
 	dead     atomic.Bool // peerDead, readable without the lock
 	rq       []recvEntry
 	rqHead   uint64
@@ -247,7 +248,12 @@ func (q *qp) PostSend(wrs []verbs.SendWR) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	err := q.postSend(wrs)
+	q.cmaDone = false
 	q.issue()
+	if q.cmaDone {
+		// A cross-memory transfer finished inside this call: complete it now.
+		q.progressLocked()
+	}
 	q.updateBusy()
 	return err
 }

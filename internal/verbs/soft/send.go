@@ -44,6 +44,12 @@ const (
 func (q *qp) progress() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.progressLocked()
+}
+
+// progressLocked is progress with q.mu held (PostSend runs it after a transfer it
+// completed synchronously, so the completion needs no progress goroutine).
+func (q *qp) progressLocked() int {
 	if q.State() != verbs.QPReady {
 		return 0
 	}
@@ -210,6 +216,7 @@ func (q *qp) issueOne(e *sendEntry) bool {
 			if !q.drainedOut() {
 				return false
 			}
+			q.cmaDone = true
 			if st := q.cmaTransfer(e, true); st != verbs.StatusSuccess {
 				return q.failEntry(e, st)
 			}
@@ -234,6 +241,7 @@ func (q *qp) issueOne(e *sendEntry) bool {
 		if !q.drainedOut() {
 			return false
 		}
+		q.cmaDone = true
 		if st := q.cmaTransfer(e, false); st != verbs.StatusSuccess {
 			return q.failEntry(e, st)
 		}

@@ -1,0 +1,65 @@
+package portals
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// benchPingPong measures half the round trip of a put ping-pong of size bytes
+// between two ranks in this process, each waiting on its entry's counter.
+func benchPingPong(b *testing.B, size int) {
+	nis := newNIs(b, 2, NIMatching|NIPhysical)
+	type side struct {
+		md  *MD
+		ct  *CT
+		dst ProcessID
+	}
+	var s [2]side
+	for r, ni := range nis {
+		ct, _ := ni.CTAlloc()
+		ni.PTAlloc(0, nil, 1)
+		ni.MEAppend(1, MESpec{Start: make([]byte, size), CT: ct, UID: UIDAny, Options: MEOpPut | MEEventCTComm,
+			MatchID: ProcessID{NID: NIDAny, PID: PIDAny}}, PriorityList, 0)
+		m, _ := ni.MDBind(MDSpec{Start: make([]byte, size)})
+		s[r] = side{md: m, ct: ct}
+	}
+	s[0].dst, _ = nis[1].PhysID()
+	s[1].dst, _ = nis[0].PhysID()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	n := b.N + 10
+	go func() {
+		for i := 1; i <= n; i++ {
+			if _, err := s[1].ct.Wait(ctx, uint64(i)); err != nil {
+				done <- err
+				return
+			}
+			if err := Put(s[1].md, 0, uint64(size), NoAckReq, s[1].dst, 1, 0, 0, 0, 0); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for i := 1; i <= n; i++ {
+		if i == 11 {
+			b.ResetTimer()
+		}
+		if err := Put(s[0].md, 0, uint64(size), NoAckReq, s[0].dst, 1, 0, 0, 0, 0); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s[0].ct.Wait(ctx, uint64(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/2/1000, "us/one-way")
+}
+
+func BenchmarkPutPingPong8B(b *testing.B)   { benchPingPong(b, 8) }
+func BenchmarkPutPingPong4KiB(b *testing.B) { benchPingPong(b, 4096) }
