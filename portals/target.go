@@ -92,8 +92,9 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 		t.eq.q.Post(&eq.Event{Type: eq.EventPTDisabled, PTIndex: h.pt, NIFail: eq.NIPTDisabled})
 	}
 	if h.flags&hfLong != 0 && res.MLength > 0 {
-		ni.startLong(pr, h, payload, t, e, res, evs)
+		top, wrs := ni.startLong(pr, h, payload, t, e, res, evs)
 		ni.mu.Unlock()
+		ni.postTarget(top, wrs)
 		return
 	}
 	var reply []byte
@@ -157,27 +158,28 @@ func (ni *NI) answer(pr *peer, h *header, fail eq.NIFail, mlength, off uint64, l
 	pr.send(&a)
 }
 
-// startLong pins the entry's range and posts the RDMA READs (put) or WRITEs (get)
-// against the initiator's segments. Called with ni.mu held.
-func (ni *NI) startLong(pr *peer, h *header, payload []byte, t *pt, e *entry, res me.MatchResult, evs []me.Event) {
+// startLong pins the entry's range and builds the RDMA READs (put) or WRITEs (get)
+// against the initiator's segments; postTarget posts them after the engine lock is
+// released. A failure completes the operation at once (wrs is then nil). Called
+// with ni.mu held.
+func (ni *NI) startLong(pr *peer, h *header, payload []byte, t *pt, e *entry, res me.MatchResult, evs []me.Event) (*targetOp, []verbs.SendWR) {
 	top := &targetOp{pr: pr, h: *h, t: t, e: e, res: res, evs: append([]me.Event(nil), evs...)}
 	ni.evbuf = evs[:0]
 	ni.nextOp++
 	top.id = ni.nextOp
-	fail := func(f eq.NIFail) {
+	fail := func(f eq.NIFail) (*targetOp, []verbs.SendWR) {
 		ni.status[SRMalformed].Add(1)
 		top.fail = f
 		ni.completeTarget(top)
+		return top, nil
 	}
 	reg, err := ni.registry()
 	if err != nil {
-		fail(eq.NIUndeliverable)
-		return
+		return fail(eq.NIUndeliverable)
 	}
 	p, err := reg.Pin(e.mem, res.LocalOffset, res.MLength)
 	if err != nil {
-		fail(eq.NIUndeliverable)
-		return
+		return fail(eq.NIUndeliverable)
 	}
 	top.pinned = p
 	local := p.SGEs(nil)
@@ -186,7 +188,7 @@ func (ni *NI) startLong(pr *peer, h *header, payload []byte, t *pt, e *entry, re
 		op = verbs.OpRDMAWrite
 	}
 	// Walk the initiator's segments and our SGEs together, one RDMA request per
-	// remote segment piece.
+	// remote segment piece (at most 8 SGEs each).
 	remaining := res.MLength
 	li, loff := 0, uint64(0)
 	var wrs []verbs.SendWR
@@ -218,27 +220,38 @@ func (ni *NI) startLong(pr *peer, h *header, payload []byte, t *pt, e *entry, re
 		}
 	}
 	if remaining > 0 || len(wrs) == 0 {
-		fail(eq.NIDropped)
-		return
+		return fail(eq.NIDropped)
 	}
 	top.pending = len(wrs)
 	ni.tops[top.id] = top
-	go func() {
-		// Post outside the engine lock: a full send queue makes post run progress.
-		for i, wr := range wrs {
-			if err := pr.post(wr); err != nil {
-				ni.mu.Lock()
-				top.fail = eq.NIUndeliverable
-				top.pending -= len(wrs) - i
-				if top.pending == 0 {
-					delete(ni.tops, top.id)
-					ni.completeTarget(top)
-				}
-				ni.mu.Unlock()
-				return
+	return top, wrs
+}
+
+// postTarget posts a target operation's RDMA requests, or sends the answer of one
+// that already completed. Called without ni.mu: a full send queue makes post run
+// progress.
+func (ni *NI) postTarget(top *targetOp, wrs []verbs.SendWR) {
+	if wrs == nil {
+		ni.sendAnswer(top)
+		return
+	}
+	for i, wr := range wrs {
+		if err := top.pr.post(wr); err != nil {
+			ni.mu.Lock()
+			top.fail = eq.NIUndeliverable
+			top.pending -= len(wrs) - i
+			done := top.pending == 0
+			if done {
+				delete(ni.tops, top.id)
+				ni.completeTarget(top)
 			}
+			ni.mu.Unlock()
+			if done {
+				ni.sendAnswer(top)
+			}
+			return
 		}
-	}()
+	}
 }
 
 // targetDone accounts one finished RDMA request of a target operation.
@@ -259,10 +272,11 @@ func (ni *NI) targetDone(id uint64, ok bool) {
 	delete(ni.tops, id)
 	ni.completeTarget(top)
 	ni.mu.Unlock()
+	ni.sendAnswer(top)
 }
 
-// completeTarget posts a finished long operation's events and answers it. Called
-// with ni.mu held; the answer is sent on another goroutine's behalf after unlock.
+// completeTarget posts a finished long operation's events and releases its
+// registration. Called with ni.mu held; sendAnswer follows without it.
 func (ni *NI) completeTarget(top *targetOp) {
 	if top.pinned != nil {
 		top.pinned.Release()
@@ -271,13 +285,15 @@ func (ni *NI) completeTarget(top *targetOp) {
 	for i := range top.evs {
 		ni.deliver(top.t, &top.evs[i], top.fail)
 	}
-	h := top.h
+}
+
+// sendAnswer sends the ACK or REPLY of a finished long operation.
+func (ni *NI) sendAnswer(top *targetOp) {
 	mlen := top.res.MLength
 	if top.fail != eq.NIOK {
 		mlen = 0
 	}
-	ack := !top.res.AckDisabled
-	go ni.answer(top.pr, &h, top.fail, mlen, top.res.LocalOffset, uint8(top.res.List), nil, ack)
+	ni.answer(top.pr, &top.h, top.fail, mlen, top.res.LocalOffset, uint8(top.res.List), nil, !top.res.AckDisabled)
 }
 
 // scratch returns a reusable buffer of n bytes for the engine (under ni.mu).
