@@ -1,0 +1,160 @@
+package portals
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goportals/goportals/eq"
+	"github.com/goportals/goportals/internal/bootstrap"
+)
+
+// The multi-process tests launch this test binary as the ranks of a job
+// (PORTALS_TEST_ROLE selects what they do); each rank joins through the real
+// bootstrap and talks to the other over the soft provider between processes.
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv("PORTALS_TEST_ROLE"); role != "" {
+		if err := runRole(role); err != nil {
+			fmt.Fprintln(os.Stderr, "rank failed:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func launch(t *testing.T, role string) string {
+	t.Helper()
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	res, err := bootstrap.Launch(ctx, bootstrap.LaunchConfig{N: 2, Argv: []string{os.Args[0], "-test.run=^$"},
+		Env: append(os.Environ(), "PORTALS_TEST_ROLE="+role), Stdout: &out, Stderr: &out, Prefix: true,
+		Timeout: 60 * time.Second})
+	if err != nil {
+		t.Fatalf("job failed: %v (result %+v)\n%s", err, res, out.String())
+	}
+	return out.String()
+}
+
+// TestMultiProcessPutGetAtomic: rank 0 puts, gets and runs atomics against rank 1.
+func TestMultiProcessPutGetAtomic(t *testing.T) {
+	out := launch(t, "putget")
+	if !strings.Contains(out, "[0] ok") {
+		t.Fatalf("rank 0 did not finish:\n%s", out)
+	}
+}
+
+// TestMultiProcessDeadPeer: rank 1 exits without finalizing; rank 0's operations
+// to it complete with NI_UNDELIVERABLE.
+func TestMultiProcessDeadPeer(t *testing.T) {
+	out := launch(t, "deadpeer")
+	if !strings.Contains(out, "[0] undeliverable") {
+		t.Fatalf("rank 0 did not see the peer die:\n%s", out)
+	}
+}
+
+func runRole(role string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+	b, err := bootstrap.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	p, err := NewProcess(b, nil)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	ni, err := p.NIInit(IfaceDefault, NIMatching|NIPhysical, PIDAny, nil)
+	if err != nil {
+		return err
+	}
+	me := b.Rank()
+	peer := ni.physMap[1-me]
+	q, _ := ni.EQAlloc(256)
+	ct, _ := ni.CTAlloc()
+	if _, err := ni.PTAlloc(0, q, 2); err != nil {
+		return err
+	}
+	target := make([]byte, 1<<20)
+	if _, err := ni.MEAppend(2, MESpec{Start: target, CT: ct, UID: UIDAny, Options: MEOpPut | MEOpGet | MEEventCTComm |
+		MEEventLinkDisable, MatchID: ProcessID{NID: NIDAny, PID: PIDAny}}, PriorityList, 0); err != nil {
+		return err
+	}
+	if err := b.Barrier(ctx); err != nil {
+		return err
+	}
+	switch role {
+	case "putget":
+		if me == 1 {
+			_, err := ct.Wait(ctx, 4) // 2 puts, 2 gets
+			if err == nil {
+				err = b.Barrier(ctx) // rank 0 checks the atomics before we exit
+			}
+			return err
+		}
+		for _, size := range []int{8, 1 << 20} {
+			src := make([]byte, size)
+			for i := range src {
+				src[i] = byte(i * 13)
+			}
+			m, _ := ni.MDBind(MDSpec{Start: src, EQ: q, Options: MDEventSendDisable})
+			if err := Put(m, 0, uint64(size), AckReqFull, peer, 2, 0, 0, 1, 0); err != nil {
+				return err
+			}
+			if ev, err := q.Wait(ctx); err != nil || ev.Type != eq.EventAck || ev.NIFail != eq.NIOK || ev.MLength != uint64(size) {
+				return fmt.Errorf("put %d: %+v %v", size, ev, err)
+			}
+			back := make([]byte, size)
+			g, _ := ni.MDBind(MDSpec{Start: back, EQ: q})
+			if err := Get(g, 0, uint64(size), peer, 2, 0, 0, 2); err != nil {
+				return err
+			}
+			if ev, err := q.Wait(ctx); err != nil || ev.Type != eq.EventReply || !bytes.Equal(back, src) {
+				return fmt.Errorf("get %d: %+v %v", size, ev, err)
+			}
+		}
+		// fetch-add on the first word of rank 1's buffer (which holds our 1 MiB put).
+		one := make([]byte, 8)
+		binary.LittleEndian.PutUint64(one, 1)
+		old := make([]byte, 8)
+		pm, _ := ni.MDBind(MDSpec{Start: one, EQ: q, Options: MDEventSendDisable})
+		gm, _ := ni.MDBind(MDSpec{Start: old, EQ: q})
+		if err := FetchAtomic(gm, 0, pm, 0, 8, peer, 2, 0, 0, 3, 0, eq.OpSum, eq.Uint64); err != nil {
+			return err
+		}
+		if ev, err := q.Wait(ctx); err != nil || ev.Type != eq.EventReply {
+			return fmt.Errorf("fetch-add: %+v %v", ev, err)
+		}
+		want := binary.LittleEndian.Uint64([]byte{0, 13, 26, 39, 52, 65, 78, 91})
+		if got := binary.LittleEndian.Uint64(old); got != want {
+			return fmt.Errorf("fetch-add returned %#x, want %#x", got, want)
+		}
+		fmt.Println("ok")
+		return b.Barrier(ctx)
+	case "deadpeer":
+		if me == 1 {
+			os.Exit(0) // leave without finalizing anything
+		}
+		time.Sleep(200 * time.Millisecond) // the pidfd watch notices within ~10 ms
+		m, _ := ni.MDBind(MDSpec{Start: make([]byte, 64), EQ: q, Options: MDEventSendDisable})
+		if err := Put(m, 0, 64, AckReqFull, peer, 2, 0, 0, 0, 0); err != nil {
+			return err
+		}
+		ev, err := q.Wait(ctx)
+		if err != nil || ev.Type != eq.EventAck || ev.NIFail != eq.NIUndeliverable {
+			return fmt.Errorf("ack from a dead peer: %+v %v", ev, err)
+		}
+		fmt.Println("undeliverable")
+		return nil
+	}
+	return fmt.Errorf("unknown role %q", role)
+}
