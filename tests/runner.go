@@ -161,7 +161,7 @@ func runChild(ctx context.Context, path string, b bootstrap.Bootstrap, log io.Wr
 	err = Run(ctx, s, b, log)
 	st, reason := Outcome(err)
 	if st != Pass {
-		reason = fmt.Sprintf("%s: %s", filepath.Base(path), reason)
+		reason = fmt.Sprintf("%s: %s", path, reason)
 	}
 	return st, reason, IsPeerFailure(err)
 }
