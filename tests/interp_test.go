@@ -25,7 +25,7 @@ func runScript(t *testing.T, src string) (Status, string) {
 func TestParseErrorsHaveLines(t *testing.T) {
 	for _, c := range []struct {
 		name, src, want string
-		line           int
+		line            int
 	}{
 		{"bad XML", "<?xml version=\"1.0\"?>\n<test>\n  <ptl>\n</test>\n", "bad XML", 4},
 		{"unknown element", "<test>\n\n  <ptl_frobnicate/>\n</test>", "unknown element <ptl_frobnicate>", 3},
