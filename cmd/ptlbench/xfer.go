@@ -48,10 +48,10 @@ func xferFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.np, "np", 2, "transfer tests: ranks to start (the test runs between ranks 0 and 1)")
 	fs.IntVar(&o.minSize, "min", 8, "transfer tests: smallest message size in bytes")
 	fs.IntVar(&o.maxSize, "max", 4<<20, "transfer tests: largest message size in bytes (sizes double from -min)")
-	fs.IntVar(&o.iters, "iters", 0, "transfer tests: timed iterations per size (0: 1000 up to 64 KiB and 100 above for latencies, 100 and 20 windows for bandwidth and rate)")
+	fs.IntVar(&o.iters, "iters", 0, "transfer tests: timed iterations (operations, round trips or windows) per size, after a tenth as many untimed (0: OSU's counts, 10000 round trips up to 8 KiB and 1000 above, 100 windows up to 8 KiB and 20 above)")
 	fs.IntVar(&o.window, "window", 64, "transfer tests: operations in flight per window (put_bw, get_bw, put_rate)")
 	fs.BoolVar(&o.json, "json", false, "transfer tests: print one JSON array of rows instead of a table")
-	fs.BoolVar(&o.poll, "poll", false, "transfer tests: wait by polling the counting event (CT.Get) instead of blocking in CT.Wait")
+	fs.BoolVar(&o.poll, "poll", false, "transfer tests: wait by polling the counting event with CT.Get, leaving progress to the NI's goroutine, instead of CT.Wait (which drives progress, then blocks)")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "transfer tests: deadline of the whole run")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "transfer tests: write each rank's CPU profile to FILE.rankN")
 	fs.StringVar(&o.trace, "trace", "", "transfer tests: write each rank's execution trace (runtime/trace) to FILE.rankN")
@@ -109,22 +109,24 @@ func (x *xferTest) sizes() ([]int, error) {
 	return s, nil
 }
 
-// iterations returns the warm-up and timed iteration counts for a size.
+// iterations returns the warm-up and timed iteration counts for a size. The
+// automatic counts are OSU's: latencies 10000 timed after 100 untimed up to
+// 8 KiB, 1000 after 10 above; windows 100 after 10, and 20 after 2 above 8 KiB.
+// A count given with -iters is preceded by a tenth as many untimed ones.
 func (x *xferTest) iterations(size int) (warmup, iters int) {
-	iters = xferOpts.iters
-	if iters <= 0 {
-		switch {
-		case !x.large && size <= 64<<10:
-			iters = 1000
-		case !x.large:
-			iters = 100
-		case size <= 64<<10:
-			iters = 100
-		default:
-			iters = 20
-		}
+	if n := xferOpts.iters; n > 0 {
+		return max(1, n/10), n
 	}
-	return max(1, iters/10), iters
+	small := size <= 8<<10
+	switch {
+	case !x.large && small:
+		return 100, 10000
+	case !x.large:
+		return 10, 1000
+	case small:
+		return 10, 100
+	}
+	return 2, 20
 }
 
 func runXfer(ctx context.Context, cfg config, x *xferTest) error {

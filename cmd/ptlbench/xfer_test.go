@@ -161,3 +161,25 @@ func TestCheckArrived(t *testing.T) {
 		t.Fatal("data of an earlier size passed")
 	}
 }
+
+// TestIterations: OSU's counts by default, -iters with a tenth as warm-up.
+func TestIterations(t *testing.T) {
+	lat, bw := &xferTest{}, &xferTest{large: true}
+	defer func(n int) { xferOpts.iters = n }(xferOpts.iters)
+	xferOpts.iters = 0
+	for _, c := range []struct {
+		x                   *xferTest
+		size, warmup, iters int
+	}{
+		{lat, 8, 100, 10000}, {lat, 8 << 10, 100, 10000}, {lat, 16 << 10, 10, 1000},
+		{bw, 8, 10, 100}, {bw, 8 << 10, 10, 100}, {bw, 1 << 20, 2, 20},
+	} {
+		if w, n := c.x.iterations(c.size); w != c.warmup || n != c.iters {
+			t.Errorf("large=%v size %d: %d+%d iterations, want %d+%d", c.x.large, c.size, w, n, c.warmup, c.iters)
+		}
+	}
+	xferOpts.iters = 5
+	if w, n := lat.iterations(1 << 20); w != 1 || n != 5 {
+		t.Errorf("-iters 5: %d+%d", w, n)
+	}
+}
