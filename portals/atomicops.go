@@ -8,7 +8,9 @@ import (
 	"github.com/goportals/goportals/eq"
 )
 
-// Atomic arithmetic of the engine. The target applies an operation element by
+// Atomic arithmetic of the engine. LONG_DOUBLE is the x86-64 80-bit extended
+// format in 16 bytes; goportals computes it in double precision (results are
+// rounded to 53 bits of mantissa), which Go offers natively. The target applies an operation element by
 // element, in host byte order, serialized by the engine lock of the NI; fetching
 // forms copy the old contents out first. The conditional swaps compare the operand
 // with the target and swap when "operand OP target" holds (CSWAP: equal); MSWAP
@@ -19,15 +21,12 @@ func checkAtomic(op AtomicOp, dt AtomicType, length uint64, fetching bool) error
 	if !op.Valid() || !dt.Valid() {
 		return fmt.Errorf("atomic op %d / type %d undefined", op, dt)
 	}
-	if dt == eq.LongDouble || dt == eq.LongDoubleComplex {
-		return fmt.Errorf("%v: %w", dt, ErrNotSupported)
-	}
 	sz := uint64(dt.Size())
 	if length%sz != 0 {
 		return fmt.Errorf("length %d not a multiple of %v's size %d", length, dt, sz)
 	}
 	isInt := dt <= eq.Uint32 || dt == eq.Int64 || dt == eq.Uint64
-	isComplex := dt == eq.FloatComplex || dt == eq.DoubleComplex
+	isComplex := dt == eq.FloatComplex || dt == eq.DoubleComplex || dt == eq.LongDoubleComplex
 	switch op {
 	case eq.OpLOr, eq.OpLAnd, eq.OpLXor, eq.OpBOr, eq.OpBAnd, eq.OpBXor, eq.OpMSwap:
 		if !isInt {
@@ -81,6 +80,10 @@ func load(dt AtomicType, b []byte) num {
 		return num{f: math.Float64frombits(le.Uint64(b)), kind: 'f'}
 	case eq.FloatComplex:
 		return num{c: complex(float64(math.Float32frombits(le.Uint32(b))), float64(math.Float32frombits(le.Uint32(b[4:])))), kind: 'c'}
+	case eq.LongDouble:
+		return num{f: fromFloat80(b), kind: 'f'}
+	case eq.LongDoubleComplex:
+		return num{c: complex(fromFloat80(b), fromFloat80(b[16:])), kind: 'c'}
 	default: // DoubleComplex
 		return num{c: complex(math.Float64frombits(le.Uint64(b)), math.Float64frombits(le.Uint64(b[8:]))), kind: 'c'}
 	}
@@ -112,6 +115,11 @@ func store(dt AtomicType, b []byte, v num) {
 	case eq.FloatComplex:
 		le.PutUint32(b, math.Float32bits(float32(real(v.c))))
 		le.PutUint32(b[4:], math.Float32bits(float32(imag(v.c))))
+	case eq.LongDouble:
+		toFloat80(b, v.f)
+	case eq.LongDoubleComplex:
+		toFloat80(b, real(v.c))
+		toFloat80(b[16:], imag(v.c))
 	default:
 		le.PutUint64(b, math.Float64bits(real(v.c)))
 		le.PutUint64(b[8:], math.Float64bits(imag(v.c)))
@@ -217,4 +225,57 @@ func applyAtomic(op AtomicOp, dt AtomicType, dst, src, cond []byte) {
 		}
 		store(dt, d, r)
 	}
+}
+
+// fromFloat80 reads an x87 80-bit extended value (64-bit mantissa with explicit
+// integer bit, 15-bit exponent, sign) as the nearest float64.
+func fromFloat80(b []byte) float64 {
+	mant := binary.LittleEndian.Uint64(b)
+	se := binary.LittleEndian.Uint16(b[8:])
+	exp := int(se & 0x7fff)
+	neg := se&0x8000 != 0
+	var f float64
+	switch {
+	case exp == 0 && mant == 0:
+		f = 0
+	case exp == 0x7fff:
+		if mant<<1 == 0 {
+			f = math.Inf(1)
+		} else {
+			f = math.NaN()
+		}
+	default:
+		f = math.Ldexp(float64(mant), exp-16383-63)
+	}
+	if neg {
+		f = -f
+	}
+	return f
+}
+
+// toFloat80 writes f as an x87 80-bit extended value in the first 10 bytes of b
+// and zeroes the 6 bytes of padding.
+func toFloat80(b []byte, f float64) {
+	clear(b[:16])
+	var se uint16
+	if math.Signbit(f) {
+		se = 0x8000
+		f = -f
+	}
+	var mant uint64
+	switch {
+	case f == 0:
+	case math.IsInf(f, 0):
+		se |= 0x7fff
+		mant = 1 << 63
+	case math.IsNaN(f):
+		se |= 0x7fff
+		mant = 3 << 62
+	default:
+		frac, e := math.Frexp(f) // f = frac * 2^e, 0.5 <= frac < 1
+		mant = uint64(math.Ldexp(frac, 64))
+		se |= uint16(e - 1 + 16383)
+	}
+	binary.LittleEndian.PutUint64(b, mant)
+	binary.LittleEndian.PutUint16(b[8:], se)
 }

@@ -37,6 +37,7 @@ type LESpec struct {
 
 // entry is the engine state of an ME or LE: its memory and counting event.
 type entry struct {
+	h       me.Handle
 	mem     md.Memory
 	ct      *CT
 	userPtr uint64
@@ -71,6 +72,9 @@ func memoryOf(start []byte, iov [][]byte, iovec bool) (md.Memory, error) {
 
 // MEAppend appends a match entry to a list of a portal table entry (PtlMEAppend).
 func (ni *NI) MEAppend(idx PTIndex, s MESpec, list List, userPtr uint64) (*ME, error) {
+	if err := ni.check("PtlMEAppend"); err != nil {
+		return nil, err
+	}
 	if !ni.Matching() {
 		return nil, opErr("PtlMEAppend", ArgInvalid, fmt.Errorf("NI without matching: use LEAppend"))
 	}
@@ -81,6 +85,9 @@ func (ni *NI) MEAppend(idx PTIndex, s MESpec, list List, userPtr uint64) (*ME, e
 
 // LEAppend appends a list entry (PtlLEAppend).
 func (ni *NI) LEAppend(idx PTIndex, s LESpec, list List, userPtr uint64) (*LE, error) {
+	if err := ni.check("PtlLEAppend"); err != nil {
+		return nil, err
+	}
 	if ni.Matching() {
 		return nil, opErr("PtlLEAppend", ArgInvalid, fmt.Errorf("NI with matching: use MEAppend"))
 	}
@@ -92,7 +99,10 @@ func (ni *NI) appendEntry(op string, idx PTIndex, ent me.Entry, start []byte, io
 	if err := ni.check(op); err != nil {
 		return nil, err
 	}
-	mem, err := memoryOf(start, iov, ent.Options&me.IsAccessible == 0 && iov != nil)
+	if iov != nil && len(iov) > ni.limits.MaxIovecs {
+		return nil, opErr(op, ArgInvalid, fmt.Errorf("%d iovecs, max_iovecs is %d", len(iov), ni.limits.MaxIovecs))
+	}
+	mem, err := memoryOf(start, iov, iov != nil)
 	if err != nil {
 		return nil, opErr(op, ArgInvalid, err)
 	}
@@ -115,8 +125,13 @@ func (ni *NI) appendEntry(op string, idx PTIndex, ent me.Entry, start []byte, io
 	e := &entry{mem: mem, ct: ct, userPtr: ent.UserPtr}
 	h, evs, err := t.table.Append(ent, list, ni.evbuf[:0])
 	if err != nil {
-		return nil, opErr(op, meErrno(err), err)
+		code := meErrno(err)
+		if code == ListTooLong && list == OverflowList {
+			code = NoSpace // as the reference implementation answers for the overflow list
+		}
+		return nil, opErr(op, code, err)
 	}
+	e.h = h
 	t.entries[h] = e
 	ni.deliverAll(t, evs)
 	return &ME{ni: ni, t: t, h: h, e: e}, nil
@@ -136,7 +151,7 @@ func meErrno(err error) Errno {
 func (m *ME) Unlink() error {
 	const op = "PtlMEUnlink"
 	if m == nil || m.ni == nil {
-		return opErr(op, ArgInvalid, nil)
+		return nilHandle(op, "entry")
 	}
 	ni := m.ni
 	ni.mu.Lock()
@@ -154,12 +169,24 @@ func (m *ME) Unlink() error {
 // MESearch searches the unexpected headers of a portal table entry with a match
 // entry that is never linked (PtlMESearch).
 func (ni *NI) MESearch(idx PTIndex, s MESpec, sop SearchOp, userPtr uint64) error {
+	if err := ni.check("PtlMESearch"); err != nil {
+		return err
+	}
+	if !ni.Matching() {
+		return opErr("PtlMESearch", ArgInvalid, fmt.Errorf("NI without matching: use LESearch"))
+	}
 	return ni.search("PtlMESearch", idx, me.Entry{UID: s.UID, Options: s.Options, MatchID: s.MatchID,
 		MatchBits: s.MatchBits, IgnoreBits: s.IgnoreBits, MinFree: s.MinFree, UserPtr: userPtr}, sop)
 }
 
 // LESearch is MESearch for list entries (PtlLESearch).
 func (ni *NI) LESearch(idx PTIndex, s LESpec, sop SearchOp, userPtr uint64) error {
+	if err := ni.check("PtlLESearch"); err != nil {
+		return err
+	}
+	if ni.Matching() {
+		return opErr("PtlLESearch", ArgInvalid, fmt.Errorf("NI with matching: use MESearch"))
+	}
 	return ni.search("PtlLESearch", idx, me.Entry{UID: s.UID, Options: s.Options, UserPtr: userPtr}, sop)
 }
 
@@ -193,16 +220,33 @@ var meKinds = [...]eq.EventKind{
 // deliverAll posts and counts the events a me operation produced. Called with
 // ni.mu held.
 func (ni *NI) deliverAll(t *pt, evs []me.Event) {
-	for i := range evs {
-		ni.deliver(t, &evs[i], eq.NIOK)
-	}
+	ni.deliverEvents(t, evs, eq.NIOK, nil)
 	ni.evbuf = evs[:0]
+}
+
+// deliverEvents delivers evs in the order Portals reports them: the
+// communication and overflow events first, then AUTO_UNLINK, then AUTO_FREE (me
+// lists an unlink at match time, before the data moved). e, if not nil, is the
+// matched entry, which may already have left the table.
+func (ni *NI) deliverEvents(t *pt, evs []me.Event, fail eq.NIFail, e *entry) {
+	for pass := 0; pass < 3; pass++ {
+		for i := range evs {
+			k := evs[i].Kind
+			if (pass == 0 && k != me.EventAutoUnlink && k != me.EventAutoFree) ||
+				(pass == 1 && k == me.EventAutoUnlink) || (pass == 2 && k == me.EventAutoFree) {
+				ni.deliver(t, &evs[i], fail, e)
+			}
+		}
+	}
 }
 
 // deliver posts one event to the table's queue and counts it on the entry's
 // counting event, as the entry's options say; fail overrides a successful outcome.
-func (ni *NI) deliver(t *pt, ev *me.Event, fail eq.NIFail) {
+func (ni *NI) deliver(t *pt, ev *me.Event, fail eq.NIFail, hint *entry) {
 	e := t.entries[ev.Handle]
+	if e == nil && hint != nil && hint.h == ev.Handle {
+		e = hint
+	}
 	switch ev.Fail {
 	case me.FailNoMatch:
 		fail = eq.NINoMatch

@@ -71,7 +71,7 @@ func (ni *NI) EQAlloc(count int) (*EQ, error) {
 // Free releases the queue (PtlEQFree); waiters return Interrupted.
 func (e *EQ) Free() error {
 	if e == nil {
-		return opErr("PtlEQFree", ArgInvalid, nil)
+		return nilHandle("PtlEQFree", "event queue")
 	}
 	if err := e.q.Free(); err != nil {
 		return eqErr("PtlEQFree", err)
@@ -86,7 +86,7 @@ func (e *EQ) Free() error {
 // none, EQDropped (with a valid event) after an overflow.
 func (e *EQ) Get() (Event, error) {
 	if e == nil {
-		return Event{}, opErr("PtlEQGet", ArgInvalid, nil)
+		return Event{}, nilHandle("PtlEQGet", "event queue")
 	}
 	ev, err := e.q.Get()
 	return ev, eqErr("PtlEQGet", err)
@@ -100,7 +100,7 @@ const waitSpin = 20000
 // itself for a while, then sleeps.
 func (e *EQ) Wait(ctx context.Context) (Event, error) {
 	if e == nil {
-		return Event{}, opErr("PtlEQWait", ArgInvalid, nil)
+		return Event{}, nilHandle("PtlEQWait", "event queue")
 	}
 	for i := 0; i < waitSpin; i++ {
 		ev, err := e.q.Get()
@@ -126,7 +126,7 @@ func EQPoll(ctx context.Context, eqs []*EQ) (Event, int, error) {
 	qs := make([]*eq.Queue, len(eqs))
 	for i, e := range eqs {
 		if e == nil {
-			return Event{}, -1, opErr("PtlEQPoll", ArgInvalid, nil)
+			return Event{}, -1, nilHandle("PtlEQPoll", "event queue")
 		}
 		qs[i] = e.q
 	}
@@ -162,7 +162,7 @@ func (ni *NI) CTAlloc() (*CT, error) {
 // dropped and its waiters return Interrupted.
 func (c *CT) Free() error {
 	if c == nil {
-		return opErr("PtlCTFree", ArgInvalid, nil)
+		return nilHandle("PtlCTFree", "counting event")
 	}
 	if err := c.c.Free(); err != nil {
 		return eqErr("PtlCTFree", err)
@@ -176,7 +176,7 @@ func (c *CT) Free() error {
 // Get reads the counter (PtlCTGet).
 func (c *CT) Get() (CTEvent, error) {
 	if c == nil {
-		return CTEvent{}, opErr("PtlCTGet", ArgInvalid, nil)
+		return CTEvent{}, nilHandle("PtlCTGet", "counting event")
 	}
 	v, err := c.c.Get()
 	return v, eqErr("PtlCTGet", err)
@@ -185,7 +185,7 @@ func (c *CT) Get() (CTEvent, error) {
 // Wait blocks until success reaches test or a failure is counted (PtlCTWait).
 func (c *CT) Wait(ctx context.Context, test uint64) (CTEvent, error) {
 	if c == nil {
-		return CTEvent{}, opErr("PtlCTWait", ArgInvalid, nil)
+		return CTEvent{}, nilHandle("PtlCTWait", "counting event")
 	}
 	for i := 0; i < waitSpin; i++ {
 		v, err := c.c.Get()
@@ -208,7 +208,7 @@ func (c *CT) Wait(ctx context.Context, test uint64) (CTEvent, error) {
 // Set sets the counter (PtlCTSet); triggered operations it reaches fire.
 func (c *CT) Set(v CTEvent) error {
 	if c == nil {
-		return opErr("PtlCTSet", ArgInvalid, nil)
+		return nilHandle("PtlCTSet", "counting event")
 	}
 	return eqErr("PtlCTSet", c.c.Set(v))
 }
@@ -216,7 +216,7 @@ func (c *CT) Set(v CTEvent) error {
 // Inc adds to the counter (PtlCTInc); only one of the two fields may be non-zero.
 func (c *CT) Inc(v CTEvent) error {
 	if c == nil {
-		return opErr("PtlCTInc", ArgInvalid, nil)
+		return nilHandle("PtlCTInc", "counting event")
 	}
 	return eqErr("PtlCTInc", c.c.Inc(v))
 }
@@ -225,7 +225,7 @@ func (c *CT) Inc(v CTEvent) error {
 // (PtlCTCancelTriggered).
 func (c *CT) CancelTriggered() error {
 	if c == nil {
-		return opErr("PtlCTCancelTriggered", ArgInvalid, nil)
+		return nilHandle("PtlCTCancelTriggered", "counting event")
 	}
 	_, err := c.c.CancelTriggered()
 	return eqErr("PtlCTCancelTriggered", err)
@@ -234,12 +234,12 @@ func (c *CT) CancelTriggered() error {
 // CTPoll waits until one of cts reaches its test (PtlCTPoll) and says which.
 func CTPoll(ctx context.Context, cts []*CT, tests []uint64) (CTEvent, int, error) {
 	if len(cts) == 0 || len(cts) != len(tests) {
-		return CTEvent{}, -1, opErr("PtlCTPoll", ArgInvalid, nil)
+		return CTEvent{}, -1, nilHandle("PtlCTPoll", "counting event")
 	}
 	cs := make([]*eq.Counter, len(cts))
 	for i, c := range cts {
 		if c == nil {
-			return CTEvent{}, -1, opErr("PtlCTPoll", ArgInvalid, nil)
+			return CTEvent{}, -1, nilHandle("PtlCTPoll", "counting event")
 		}
 		cs[i] = c.c
 	}

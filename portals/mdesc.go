@@ -64,7 +64,7 @@ func (ni *NI) MDBind(s MDSpec) (*MD, error) {
 func (m *MD) Release() error {
 	const op = "PtlMDRelease"
 	if m == nil || m.ni == nil {
-		return opErr(op, ArgInvalid, nil)
+		return nilHandle(op, "descriptor")
 	}
 	ni := m.ni
 	ni.mu.Lock()

@@ -58,3 +58,34 @@ func (p *Process) AtomicSync() error {
 // (PtlHandleIsEqual). Handles are pointers (*NI, *MD, *ME, *EQ, *CT); nil handles
 // are equal to each other.
 func HandleIsEqual(a, b any) bool { return a == b }
+
+// NIHandle returns the network interface a handle belongs to (PtlNIHandle): h is
+// an *NI, *MD, *ME (or *LE), *EQ or *CT.
+func NIHandle(h any) (*NI, error) {
+	const op = "PtlNIHandle"
+	var ni *NI
+	switch v := h.(type) {
+	case *NI:
+		ni = v
+	case *MD:
+		ni = mdNI(v)
+	case *ME:
+		if v != nil {
+			ni = v.ni
+		}
+	case *EQ:
+		if v != nil {
+			ni = v.ni
+		}
+	case *CT:
+		if v != nil {
+			ni = v.ni
+		}
+	default:
+		return nil, opErr(op, ArgInvalid, fmt.Errorf("%T is not a handle", h))
+	}
+	if err := ni.check(op); err != nil {
+		return nil, err
+	}
+	return ni, nil
+}

@@ -130,7 +130,7 @@ func (p *Process) NIInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 			MaxPTIndex: grant(d.MaxPTIndex, lim.MaxPTIndex), MaxIovecs: grant(d.MaxIovecs, lim.MaxIovecs),
 			MaxListSize: grant(d.MaxListSize, lim.MaxListSize), MaxTriggeredOps: grant(d.MaxTriggeredOps, lim.MaxTriggeredOps),
 			MaxMsgSize: grant64(d.MaxMsgSize, lim.MaxMsgSize), MaxAtomicSize: grant64(d.MaxAtomicSize, lim.MaxAtomicSize),
-			MaxFetchAtomicSize: grant64(d.MaxFetchAtomicSize, lim.MaxFetchAtomicSize),
+			MaxFetchAtomicSize: min(grant64(d.MaxFetchAtomicSize, lim.MaxFetchAtomicSize), grant64(d.MaxAtomicSize, lim.MaxAtomicSize)),
 			MaxWAWOrderedSize:  grant64(d.MaxWAWOrderedSize, lim.MaxWAWOrderedSize),
 			MaxWAROrderedSize:  grant64(d.MaxWAROrderedSize, lim.MaxWAROrderedSize),
 			MaxVolatileSize:    grant64(d.MaxVolatileSize, lim.MaxVolatileSize),
@@ -233,6 +233,9 @@ func (ni *NI) release() {
 // Fini releases one NIInit (PtlNIFini); the last one tears the NI down: its
 // entries, descriptors and queues are released and its connections closed.
 func (ni *NI) Fini() error {
+	if ni == nil {
+		return nilHandle("PtlNIFini", "NI")
+	}
 	p := ni.proc
 	p.mu.Lock()
 	if p.nis[ni.slot] != ni {
@@ -274,7 +277,7 @@ func (ni *NI) shutdown() {
 
 func (ni *NI) check(op string) error {
 	if ni == nil {
-		return opErr(op, ArgInvalid, fmt.Errorf("nil NI"))
+		return nilHandle(op, "NI")
 	}
 	if ni.dead {
 		return opErr(op, ArgInvalid, fmt.Errorf("NI finalized"))
@@ -360,6 +363,9 @@ func (ni *NI) SetMap(m []ProcessID) error {
 func (ni *NI) Map() ([]ProcessID, error) {
 	if err := ni.check("PtlGetMap"); err != nil {
 		return nil, err
+	}
+	if !ni.Logical() {
+		return nil, opErr("PtlGetMap", ArgInvalid, fmt.Errorf("physical NI"))
 	}
 	ni.mu.Lock()
 	defer ni.mu.Unlock()

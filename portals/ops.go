@@ -36,7 +36,7 @@ func Put(m *MD, localOffset, length uint64, ack AckReq, target ProcessID, pt PTI
 	remoteOffset uint64, userPtr uint64, hdrData uint64) error {
 	o := initOp{kind: msgPut, md: m, localOff: localOffset, length: length, userPtr: userPtr, ack: ack, pt: pt,
 		match: match, roff: remoteOffset, hdrData: hdrData}
-	return m.ni.start("PtlPut", &o, target, nil)
+	return mdNI(m).start("PtlPut", &o, target, nil)
 }
 
 // Get starts a get (PtlGet): length bytes from the matching entry into m at localOffset.
@@ -44,7 +44,7 @@ func Get(m *MD, localOffset, length uint64, target ProcessID, pt PTIndex, match 
 	remoteOffset uint64, userPtr uint64) error {
 	o := initOp{kind: msgGet, md: m, localOff: localOffset, length: length, userPtr: userPtr, pt: pt,
 		match: match, roff: remoteOffset}
-	return m.ni.start("PtlGet", &o, target, nil)
+	return mdNI(m).start("PtlGet", &o, target, nil)
 }
 
 // Atomic starts an atomic (PtlAtomic): the target applies aop element-wise with the
@@ -53,7 +53,7 @@ func Atomic(m *MD, localOffset, length uint64, ack AckReq, target ProcessID, pt 
 	remoteOffset uint64, userPtr uint64, hdrData uint64, aop AtomicOp, dt AtomicType) error {
 	o := initOp{kind: msgAtomic, md: m, localOff: localOffset, length: length, userPtr: userPtr, ack: ack, pt: pt,
 		match: match, roff: remoteOffset, hdrData: hdrData, atomOp: aop, atomType: dt}
-	return m.ni.start("PtlAtomic", &o, target, nil)
+	return mdNI(m).start("PtlAtomic", &o, target, nil)
 }
 
 // FetchAtomic starts a fetching atomic (PtlFetchAtomic): the old target data comes
@@ -62,7 +62,7 @@ func FetchAtomic(getMD *MD, getOffset uint64, putMD *MD, putOffset uint64, lengt
 	pt PTIndex, match MatchBits, remoteOffset uint64, userPtr uint64, hdrData uint64, aop AtomicOp, dt AtomicType) error {
 	o := initOp{kind: msgFetch, md: putMD, getMD: getMD, getOff: getOffset, localOff: putOffset, length: length,
 		userPtr: userPtr, pt: pt, match: match, roff: remoteOffset, hdrData: hdrData, atomOp: aop, atomType: dt}
-	return putMD.ni.start("PtlFetchAtomic", &o, target, nil)
+	return mdNI(putMD).start("PtlFetchAtomic", &o, target, nil)
 }
 
 // Swap starts a swap (PtlSwap): SWAP, the conditional swaps (operand is the
@@ -72,7 +72,7 @@ func Swap(getMD *MD, getOffset uint64, putMD *MD, putOffset uint64, length uint6
 	aop AtomicOp, dt AtomicType) error {
 	o := initOp{kind: msgSwap, md: putMD, getMD: getMD, getOff: getOffset, localOff: putOffset, length: length,
 		userPtr: userPtr, pt: pt, match: match, roff: remoteOffset, hdrData: hdrData, atomOp: aop, atomType: dt}
-	return putMD.ni.start("PtlSwap", &o, target, operand)
+	return mdNI(putMD).start("PtlSwap", &o, target, operand)
 }
 
 // copyOp moves an operation record to the heap (the API functions build it on the stack).
@@ -97,6 +97,12 @@ func (ni *NI) validate(o *initOp, operand []byte) error {
 	}
 	if o.ack > OCAckReq {
 		return fmt.Errorf("ack request %d", o.ack)
+	}
+	if o.ack == AckReqFull && o.md.eq == nil {
+		return fmt.Errorf("an ACK needs an event queue on the descriptor")
+	}
+	if (o.ack == CTAckReq || o.ack == OCAckReq) && o.md.ct == nil {
+		return fmt.Errorf("a counted ack needs a counting event on the descriptor")
 	}
 	if int(o.pt) > ni.limits.MaxPTIndex {
 		return fmt.Errorf("portal index %d above max_pt_index", o.pt)
@@ -125,8 +131,8 @@ func (ni *NI) validate(o *initOp, operand []byte) error {
 
 // start validates and issues an initiator operation.
 func (ni *NI) start(name string, o *initOp, target ProcessID, operand []byte) error {
-	if o.md == nil || o.md.ni == nil {
-		return opErr(name, ArgInvalid, fmt.Errorf("nil descriptor"))
+	if o.md == nil || o.md.ni == nil || ((o.kind == msgFetch || o.kind == msgSwap) && o.getMD == nil) {
+		return nilHandle(name, "descriptor")
 	}
 	if err := ni.check(name); err != nil {
 		return err

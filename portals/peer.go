@@ -40,7 +40,7 @@ type peer struct {
 }
 
 func (ni *NI) newPeer(r int) (*peer, error) {
-	qp, err := ni.pd.CreateQP(verbs.QPAttr{SendCQ: ni.cq, RecvCQ: ni.cq, MaxSendWR: sendDepth, MaxRecvWR: recvDepth, MaxSGE: 4})
+	qp, err := ni.pd.CreateQP(verbs.QPAttr{SendCQ: ni.cq, RecvCQ: ni.cq, MaxSendWR: sendDepth, MaxRecvWR: recvDepth, MaxSGE: 16})
 	if err != nil {
 		return nil, err
 	}

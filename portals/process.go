@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/goportals/goportals/internal/bootstrap"
@@ -33,8 +34,9 @@ type Process struct {
 	closer func() error
 	uid    UID
 
-	mu  sync.Mutex
-	nis [4]*NI
+	mu     sync.Mutex
+	nis    [4]*NI
+	closed bool
 }
 
 // NewProcess returns a Process over rt and dev (nil: the soft provider).
@@ -49,6 +51,7 @@ func NewProcess(rt Runtime, dev verbs.Device) (*Process, error) {
 		}
 		dev = devs[0]
 	}
+	openProcs.Add(1)
 	return &Process{rt: rt, dev: dev, uid: UID(os.Getuid())}, nil
 }
 
@@ -56,6 +59,12 @@ func NewProcess(rt Runtime, dev verbs.Device) (*Process, error) {
 // owns it.
 func (p *Process) Close() error {
 	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return opErr("Close", ArgInvalid, fmt.Errorf("process already closed"))
+	}
+	p.closed = true
+	openProcs.Add(-1)
 	nis := p.nis
 	p.nis = [4]*NI{}
 	p.mu.Unlock()
@@ -68,6 +77,18 @@ func (p *Process) Close() error {
 		return p.closer()
 	}
 	return nil
+}
+
+// openProcs counts the processes open (Init or NewProcess): a nil handle is
+// NoInit while none is, ArgInvalid otherwise.
+var openProcs atomic.Int32
+
+// nilHandle is the error of a call made with a nil handle.
+func nilHandle(op, what string) error {
+	if openProcs.Load() == 0 {
+		return opErr(op, NoInit, nil)
+	}
+	return opErr(op, ArgInvalid, fmt.Errorf("nil %s", what))
 }
 
 var defaultProc struct {

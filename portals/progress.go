@@ -182,7 +182,8 @@ func (ni *NI) handleAnswer(h *header, payload []byte) {
 	switch h.kind {
 	case msgAck:
 		if o.long {
-			ni.initEvent(o, o.md, eq.EventSend, fail, o.length, h.roff, h.list)
+			// The target is done with our buffer whatever became of the data.
+			ni.initEvent(o, o.md, eq.EventSend, eq.NIOK, o.length, h.roff, h.list)
 		}
 		if h.flags&hfNoAck == 0 && o.ack != NoAckReq {
 			ni.initEvent(o, o.md, eq.EventAck, fail, h.mlength, h.roff, h.list)

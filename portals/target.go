@@ -145,7 +145,7 @@ func (ni *NI) answer(pr *peer, h *header, fail eq.NIFail, mlength, off uint64, l
 		return
 	}
 	wants := AckReq(h.ack) != NoAckReq && (len(withAck) == 0 || withAck[0])
-	if !wants && h.flags&hfLong == 0 && fail == eq.NIOK {
+	if !wants && h.flags&hfLong == 0 && fail == eq.NIOK && AckReq(h.ack) == NoAckReq {
 		return
 	}
 	a.kind = msgAck
@@ -207,7 +207,7 @@ func (ni *NI) startLong(pr *peer, h *header, payload []byte, t *pt, e *entry, re
 			if loff == uint64(l.Length) {
 				li, loff = li+1, 0
 			}
-			if len(sg) == 8 || n == 0 {
+			if len(sg) == 16 || n == 0 {
 				var sz uint64
 				for _, s := range sg {
 					sz += uint64(s.Length)
@@ -282,9 +282,7 @@ func (ni *NI) completeTarget(top *targetOp) {
 		top.pinned.Release()
 		top.pinned = nil
 	}
-	for i := range top.evs {
-		ni.deliver(top.t, &top.evs[i], top.fail)
-	}
+	ni.deliverEvents(top.t, top.evs, top.fail, top.e)
 }
 
 // sendAnswer sends the ACK or REPLY of a finished long operation.

@@ -95,8 +95,8 @@ func (ni *NI) addTrigger(op string, ct *CT, threshold uint64, run func()) error 
 // operation that fails when it fires reports through its events (NI_UNDELIVERABLE
 // when the peer is gone).
 func (ni *NI) triggered(name string, o *initOp, target ProcessID, operand []byte, trig *CT, threshold uint64) error {
-	if o.md == nil || o.md.ni == nil {
-		return opErr(name, ArgInvalid, fmt.Errorf("nil descriptor"))
+	if o.md == nil || o.md.ni == nil || ((o.kind == msgFetch || o.kind == msgSwap) && o.getMD == nil) {
+		return nilHandle(name, "descriptor")
 	}
 	if err := ni.check(name); err != nil {
 		return err

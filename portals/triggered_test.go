@@ -21,7 +21,7 @@ func TestTriggeredPutChain(t *testing.T) {
 	fill(src, 9)
 	m, _ := init.MDBind(MDSpec{Start: src, CT: done, Options: MDEventCTAck})
 	dst, _ := tgt.PhysID()
-	if err := TriggeredPut(m, 0, 64, AckReqFull, dst, 4, 0x42, 0, 1, 0, trig, 2); err != nil {
+	if err := TriggeredPut(m, 0, 64, CTAckReq, dst, 4, 0x42, 0, 1, 0, trig, 2); err != nil {
 		t.Fatal(err)
 	}
 	if err := trig.Inc(CTEvent{Success: 1}); err != nil {
