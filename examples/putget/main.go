@@ -52,8 +52,8 @@ type options struct {
 
 func main() {
 	var o options
-	flag.IntVar(&o.iters, "iters", 5000, "8-byte ping-pong round trips for the latency")
-	flag.IntVar(&o.puts, "puts", 500, "1 MiB puts for the bandwidth")
+	flag.IntVar(&o.iters, "iters", 20000, "8-byte ping-pong round trips for the latency")
+	flag.IntVar(&o.puts, "puts", 2000, "1 MiB puts for the bandwidth")
 	flag.IntVar(&o.window, "window", 16, "1 MiB puts in flight at once")
 	flag.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up (and exit 1) after this long")
 	flag.Parse()
