@@ -225,7 +225,7 @@ func (ni *NI) deliverAll(t *pt, evs []me.Event) {
 }
 
 // deliverEvents delivers evs in the order Portals reports them: the
-// communication and overflow events first, then AUTO_UNLINK, then AUTO_FREE (me
+// communication and overflow events first, then AUTO_FREE, then AUTO_UNLINK (me
 // lists an unlink at match time, before the data moved). e, if not nil, is the
 // matched entry, which may already have left the table.
 func (ni *NI) deliverEvents(t *pt, evs []me.Event, fail eq.NIFail, e *entry) {
@@ -233,7 +233,7 @@ func (ni *NI) deliverEvents(t *pt, evs []me.Event, fail eq.NIFail, e *entry) {
 		for i := range evs {
 			k := evs[i].Kind
 			if (pass == 0 && k != me.EventAutoUnlink && k != me.EventAutoFree) ||
-				(pass == 1 && k == me.EventAutoUnlink) || (pass == 2 && k == me.EventAutoFree) {
+				(pass == 1 && k == me.EventAutoFree) || (pass == 2 && k == me.EventAutoUnlink) {
 				ni.deliver(t, &evs[i], fail, e)
 			}
 		}

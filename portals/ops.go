@@ -28,6 +28,7 @@ type initOp struct {
 	pinned   *md.Pinned
 	pr       *peer
 	long     bool
+	sendDone bool // the SEND event was posted (guarded by ni.mu)
 }
 
 // Put starts a put (PtlPut): length bytes of m from localOffset to the entry that
@@ -167,9 +168,6 @@ func (ni *NI) start(name string, o *initOp, target ProcessID, operand []byte) er
 		defer ni.mu.Unlock()
 		if errors.Is(err, errPeerFailed) {
 			// The peer is gone: the operation completes, with the failure in its events.
-			if !o.long && o.kind != msgGet {
-				ni.initEvent(o, o.md, eq.EventSend, eq.NIUndeliverable, 0, o.roff, 0)
-			}
 			ni.failOp(o)
 			return nil
 		}
@@ -239,12 +237,20 @@ func (ni *NI) issue(o *initOp, operand []byte) error {
 func (ni *NI) sent(o *initOp) {
 	ni.mu.Lock()
 	defer ni.mu.Unlock()
-	if o.kind == msgPut || o.kind == msgAtomic || o.kind == msgFetch || o.kind == msgSwap {
-		ni.initEvent(o, o.md, eq.EventSend, eq.NIOK, o.length, o.roff, 0)
-	}
+	ni.sendEvent(o, eq.NIOK)
 	if (o.kind == msgPut || o.kind == msgAtomic) && o.ack == NoAckReq {
 		ni.finish(o)
 	}
+}
+
+// sendEvent posts o's SEND event once: from the sender after an eager request left,
+// or from the answer's handler if that ran first. Called with ni.mu held.
+func (ni *NI) sendEvent(o *initOp, fail eq.NIFail) {
+	if o.sendDone || o.kind == msgGet {
+		return
+	}
+	o.sendDone = true
+	ni.initEvent(o, o.md, eq.EventSend, fail, o.length, o.roff, 0)
 }
 
 // finish forgets a completed operation. Called with ni.mu held.

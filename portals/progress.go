@@ -179,12 +179,12 @@ func (ni *NI) handleAnswer(h *header, payload []byte) {
 		return
 	}
 	fail := eq.NIFail(h.fail)
+	// The SEND event comes first, even when the answer overtook the sender (an
+	// eager request) or is what ends it (a long put: the target is done with our
+	// buffer whatever became of the data).
+	ni.sendEvent(o, eq.NIOK)
 	switch h.kind {
 	case msgAck:
-		if o.long {
-			// The target is done with our buffer whatever became of the data.
-			ni.initEvent(o, o.md, eq.EventSend, eq.NIOK, o.length, h.roff, h.list)
-		}
 		if h.flags&hfNoAck == 0 && o.ack != NoAckReq {
 			ni.initEvent(o, o.md, eq.EventAck, fail, h.mlength, h.roff, h.list)
 		}
@@ -220,6 +220,7 @@ func (ni *NI) peerFailed(pr *peer) {
 // failOp completes o with NI_UNDELIVERABLE events: the answer will never come.
 // Called with ni.mu held.
 func (ni *NI) failOp(o *initOp) {
+	ni.sendEvent(o, eq.NIUndeliverable)
 	switch o.kind {
 	case msgGet, msgFetch, msgSwap:
 		dst := o.md
@@ -228,9 +229,6 @@ func (ni *NI) failOp(o *initOp) {
 		}
 		ni.initEvent(o, dst, eq.EventReply, eq.NIUndeliverable, 0, o.roff, 0)
 	default:
-		if o.long {
-			ni.initEvent(o, o.md, eq.EventSend, eq.NIUndeliverable, 0, o.roff, 0)
-		}
 		if o.ack != NoAckReq {
 			ni.initEvent(o, o.md, eq.EventAck, eq.NIUndeliverable, 0, o.roff, 0)
 		}
