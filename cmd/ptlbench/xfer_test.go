@@ -183,3 +183,29 @@ func TestIterations(t *testing.T) {
 		t.Errorf("-iters 5: %d+%d", w, n)
 	}
 }
+
+// TestTransferThreeRanks: ranks beyond 1 join the NI and every barrier but move
+// no data.
+func TestTransferThreeRanks(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"-np", "3", "-min", "8", "-max", "16", "-iters", "20", "-window", "8", "-json", "put_rate"}
+	if rc := run(args, &out, &errb); rc != 0 {
+		t.Fatalf("rc %d\nstdout:\n%s\nstderr:\n%s", rc, out.String(), errb.String())
+	}
+	var rows []map[string]float64
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil || len(rows) != 2 {
+		t.Fatalf("rows %v (%v):\n%s", rows, err, out.String())
+	}
+}
+
+// TestTransferDeadline: ranks that run out of time fail (status 2) instead of
+// hanging.
+func TestTransferDeadline(t *testing.T) {
+	var out, errb bytes.Buffer
+	if rc := run([]string{"-timeout", "1ms", "put_lat"}, &out, &errb); rc != 2 {
+		t.Fatalf("rc %d, want 2\nstdout:\n%s\nstderr:\n%s", rc, out.String(), errb.String())
+	}
+	if !strings.Contains(errb.String(), "rank failed") {
+		t.Fatalf("stderr does not name the failed rank:\n%s", errb.String())
+	}
+}
