@@ -70,7 +70,7 @@ func (ni *NI) EQAlloc(count int) (*EQ, error) {
 
 // Free releases the queue (PtlEQFree); waiters return Interrupted.
 func (e *EQ) Free() error {
-	if e == nil {
+	if e == nil || e.q == nil {
 		return nilHandle("PtlEQFree", "event queue")
 	}
 	if err := e.q.Free(); err != nil {
@@ -85,7 +85,7 @@ func (e *EQ) Free() error {
 // Get returns the next event without blocking (PtlEQGet): EQEmpty when there is
 // none, EQDropped (with a valid event) after an overflow.
 func (e *EQ) Get() (Event, error) {
-	if e == nil {
+	if e == nil || e.q == nil {
 		return Event{}, nilHandle("PtlEQGet", "event queue")
 	}
 	ev, err := e.q.Get()
@@ -99,7 +99,7 @@ const waitSpin = 20000
 // Wait blocks for the next event (PtlEQWait). It first drives the NI's progress
 // itself for a while, then sleeps.
 func (e *EQ) Wait(ctx context.Context) (Event, error) {
-	if e == nil {
+	if e == nil || e.q == nil {
 		return Event{}, nilHandle("PtlEQWait", "event queue")
 	}
 	for i := 0; i < waitSpin; i++ {
@@ -125,7 +125,7 @@ func (e *EQ) Wait(ctx context.Context) (Event, error) {
 func EQPoll(ctx context.Context, eqs []*EQ) (Event, int, error) {
 	qs := make([]*eq.Queue, len(eqs))
 	for i, e := range eqs {
-		if e == nil {
+		if e == nil || e.q == nil {
 			return Event{}, -1, nilHandle("PtlEQPoll", "event queue")
 		}
 		qs[i] = e.q
@@ -161,7 +161,7 @@ func (ni *NI) CTAlloc() (*CT, error) {
 // Free releases the counter (PtlCTFree): its pending triggered operations are
 // dropped and its waiters return Interrupted.
 func (c *CT) Free() error {
-	if c == nil {
+	if c == nil || c.c == nil {
 		return nilHandle("PtlCTFree", "counting event")
 	}
 	if err := c.c.Free(); err != nil {
@@ -175,7 +175,7 @@ func (c *CT) Free() error {
 
 // Get reads the counter (PtlCTGet).
 func (c *CT) Get() (CTEvent, error) {
-	if c == nil {
+	if c == nil || c.c == nil {
 		return CTEvent{}, nilHandle("PtlCTGet", "counting event")
 	}
 	v, err := c.c.Get()
@@ -184,7 +184,7 @@ func (c *CT) Get() (CTEvent, error) {
 
 // Wait blocks until success reaches test or a failure is counted (PtlCTWait).
 func (c *CT) Wait(ctx context.Context, test uint64) (CTEvent, error) {
-	if c == nil {
+	if c == nil || c.c == nil {
 		return CTEvent{}, nilHandle("PtlCTWait", "counting event")
 	}
 	for i := 0; i < waitSpin; i++ {
@@ -207,7 +207,7 @@ func (c *CT) Wait(ctx context.Context, test uint64) (CTEvent, error) {
 
 // Set sets the counter (PtlCTSet); triggered operations it reaches fire.
 func (c *CT) Set(v CTEvent) error {
-	if c == nil {
+	if c == nil || c.c == nil {
 		return nilHandle("PtlCTSet", "counting event")
 	}
 	return eqErr("PtlCTSet", c.c.Set(v))
@@ -215,7 +215,7 @@ func (c *CT) Set(v CTEvent) error {
 
 // Inc adds to the counter (PtlCTInc); only one of the two fields may be non-zero.
 func (c *CT) Inc(v CTEvent) error {
-	if c == nil {
+	if c == nil || c.c == nil {
 		return nilHandle("PtlCTInc", "counting event")
 	}
 	return eqErr("PtlCTInc", c.c.Inc(v))
@@ -224,7 +224,7 @@ func (c *CT) Inc(v CTEvent) error {
 // CancelTriggered drops the counter's pending triggered operations
 // (PtlCTCancelTriggered).
 func (c *CT) CancelTriggered() error {
-	if c == nil {
+	if c == nil || c.c == nil {
 		return nilHandle("PtlCTCancelTriggered", "counting event")
 	}
 	_, err := c.c.CancelTriggered()
@@ -238,7 +238,7 @@ func CTPoll(ctx context.Context, cts []*CT, tests []uint64) (CTEvent, int, error
 	}
 	cs := make([]*eq.Counter, len(cts))
 	for i, c := range cts {
-		if c == nil {
+		if c == nil || c.c == nil {
 			return CTEvent{}, -1, nilHandle("PtlCTPoll", "counting event")
 		}
 		cs[i] = c.c
@@ -249,7 +249,7 @@ func CTPoll(ctx context.Context, cts []*CT, tests []uint64) (CTEvent, int, error
 
 // count adds one success or failure (or bytes) to c, if any.
 func (c *CT) count(ok bool, n uint64) {
-	if c == nil {
+	if c == nil || c.c == nil {
 		return
 	}
 	if ok {

@@ -193,3 +193,27 @@ func TestDeadPeer(t *testing.T) {
 		t.Fatalf("get to a dead peer: %v", err)
 	}
 }
+
+// TestZeroHandles: zero-value handles name no object; every call refuses them.
+func TestZeroHandles(t *testing.T) {
+	nis := newNIs(t, 1, NIMatching|NIPhysical)
+	ni := nis[0]
+	checks := map[string]error{
+		"EQ.Get":    func() error { _, err := (&EQ{}).Get(); return err }(),
+		"EQ.Free":   (&EQ{}).Free(),
+		"CT.Get":    func() error { _, err := (&CT{}).Get(); return err }(),
+		"CT.Inc":    (&CT{}).Inc(CTEvent{Success: 1}),
+		"MD.Free":   (&MD{}).Release(),
+		"ME.Unlink": (&ME{}).Unlink(),
+		"MDBind":    func() error { _, err := ni.MDBind(MDSpec{Start: make([]byte, 8), EQ: &EQ{}}); return err }(),
+		"PTAlloc":   func() error { _, err := ni.PTAlloc(0, &EQ{}, PTAny); return err }(),
+		"CTInc":     TriggeredCTInc(&CT{}, CTEvent{Success: 1}, &CT{}, 1),
+		"Put":       Put(&MD{}, 0, 0, NoAckReq, ProcessID{}, 0, 0, 0, 0, 0),
+		"NIHandle":  func() error { _, err := NIHandle(&CT{}); return err }(),
+	}
+	for name, err := range checks {
+		if !errors.Is(err, ArgInvalid) {
+			t.Errorf("%s: %v, want ARG_INVALID", name, err)
+		}
+	}
+}

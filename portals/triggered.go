@@ -162,7 +162,7 @@ func TriggeredSwap(getMD *MD, getOffset uint64, putMD *MD, putOffset uint64, len
 // TriggeredCTInc adds inc to ct when trig reaches threshold (PtlTriggeredCTInc).
 func TriggeredCTInc(ct *CT, inc CTEvent, trig *CT, threshold uint64) error {
 	const op = "PtlTriggeredCTInc"
-	if ct == nil || trig == nil || ct.ni != trig.ni {
+	if ct == nil || trig == nil || ct.ni == nil || ct.ni != trig.ni {
 		return opErr(op, ArgInvalid, fmt.Errorf("counters missing or of different NIs"))
 	}
 	if (inc.Success != 0) == (inc.Failure != 0) && !(inc.Success == 0 && inc.Failure == 0) {
@@ -174,7 +174,7 @@ func TriggeredCTInc(ct *CT, inc CTEvent, trig *CT, threshold uint64) error {
 // TriggeredCTSet sets ct to v when trig reaches threshold (PtlTriggeredCTSet).
 func TriggeredCTSet(ct *CT, v CTEvent, trig *CT, threshold uint64) error {
 	const op = "PtlTriggeredCTSet"
-	if ct == nil || trig == nil || ct.ni != trig.ni {
+	if ct == nil || trig == nil || ct.ni == nil || ct.ni != trig.ni {
 		return opErr(op, ArgInvalid, fmt.Errorf("counters missing or of different NIs"))
 	}
 	return ct.ni.addTrigger(op, trig, threshold, func() { ct.c.Set(v) })
