@@ -175,7 +175,7 @@ func runRank(ctx context.Context, cfg config, x *xferTest) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, b.close(ctx)) }()
+	defer func() { err = errors.Join(err, b.close(ctx, err == nil)) }()
 	if p := xferOpts.cpuprofile; p != "" {
 		f, err := os.Create(fmt.Sprintf("%s.rank%d", p, b.rank))
 		if err != nil {

@@ -63,7 +63,7 @@ func openBench(ctx context.Context, x *xferTest) (b *bench, err error) {
 	}
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, b.close(ctx))
+			err = errors.Join(err, b.close(ctx, false))
 		}
 	}()
 	if b.boot.Size() < 2 {
@@ -110,11 +110,12 @@ func openBench(ctx context.Context, x *xferTest) (b *bench, err error) {
 	return b, b.barrier(ctx)
 }
 
-// close waits for every rank (so nobody tears its NI down under a peer's
-// transfer) and releases everything.
-func (b *bench) close(ctx context.Context) error {
+// close releases everything. After a clean run it first waits for every rank, so
+// nobody tears its NI down under a peer's transfer; after a failure it leaves at
+// once, and the peers' next collective fails with the bootstrap's ErrPeerLost.
+func (b *bench) close(ctx context.Context, clean bool) error {
 	var errs []error
-	if b.ni != nil {
+	if b.ni != nil && clean {
 		errs = append(errs, b.barrier(ctx))
 	}
 	if b.proc != nil {

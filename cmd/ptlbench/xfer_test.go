@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"strconv"
@@ -207,5 +209,31 @@ func TestTransferDeadline(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "rank failed") {
 		t.Fatalf("stderr does not name the failed rank:\n%s", errb.String())
+	}
+}
+
+// A transfer test that exists only in the test binary (whose ranks are the test
+// binary too): rank 1's check fails, as it does when data arrives corrupted.
+func init() {
+	registerXfer(&xferTest{name: "test_badcheck", summary: "test only: rank 1's data check fails",
+		column: colLatency, about: "test only", fixedSizes: []int{8},
+		measure: func(context.Context, *bench, int, int, int) (float64, error) { return 1, nil },
+		check: func(_ context.Context, b *bench, _, _, _ int) error {
+			if b.rank == 1 {
+				return errors.New("injected corruption")
+			}
+			return nil
+		}})
+}
+
+// TestTransferCheckFails: a failed data check on a rank is a failed test (status
+// 1) for the launcher, and the other rank does not hang.
+func TestTransferCheckFails(t *testing.T) {
+	var out, errb bytes.Buffer
+	if rc := run([]string{"-timeout", "1m", "test_badcheck"}, &out, &errb); rc != 1 {
+		t.Fatalf("rc %d, want 1\nstdout:\n%s\nstderr:\n%s", rc, out.String(), errb.String())
+	}
+	if !strings.Contains(errb.String(), "rank 1") {
+		t.Fatalf("stderr does not name rank 1:\n%s", errb.String())
 	}
 }
