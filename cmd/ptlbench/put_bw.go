@@ -29,7 +29,7 @@ func checkPutWindows(ctx context.Context, b *bench, size, warmup, iters int) err
 	if err := b.waitRecv(ctx, uint64((warmup+iters)*xferOpts.window)); err != nil {
 		return err
 	}
-	return checkArrived(b.recv, 0, size, size)
+	return b.checkReceived(0, size)
 }
 
 // measurePutBW issues iters windows of puts, each completed when all its puts

@@ -20,7 +20,7 @@ func init() {
 				return nil
 			}
 			// Every put of the size was waited for in measure.
-			return checkArrived(b.recv, int(b.peer.Rank), size, size)
+			return b.checkReceived(int(b.peer.Rank), size)
 		},
 	})
 }

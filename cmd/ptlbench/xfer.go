@@ -202,6 +202,9 @@ func runRank(ctx context.Context, cfg config, x *xferTest) (err error) {
 	out := newResults(cfg.out, x, b.rank == 0)
 	for _, size := range sizes {
 		warmup, iters := x.iterations(size)
+		if err := b.link(); err != nil {
+			return err
+		}
 		if x.prepare != nil {
 			x.prepare(b, size)
 		}
