@@ -66,29 +66,37 @@ func protect(f func() error) (err error) {
 	return f()
 }
 
-// panicSite finds the first frame of the goportals library (outside this package) in
-// a stack trace.
+// panicSite finds the frame that panicked in a stack trace taken in a deferred
+// recover: the first goportals frame after the runtime's panic frame, named by its
+// package directory and file ("portals/ops.go:39").
 func panicSite(stack string) string {
 	lines := strings.Split(stack, "\n")
-	for i := 0; i+1 < len(lines); i++ {
-		fn := lines[i]
-		if strings.Contains(fn, "goportals/goportals/") && !strings.Contains(fn, "goportals/tests.") &&
-			!strings.Contains(fn, "runtime/") {
-			loc := strings.TrimSpace(lines[i+1])
-			// Name the file relative to the module: the package directory of the
-			// function ("portals", "internal/verbs/soft") and the file name.
-			pkg := fn[strings.Index(fn, "goportals/goportals/")+len("goportals/goportals/"):]
-			if j := strings.Index(pkg, "."); j >= 0 {
-				pkg = pkg[:j]
-			}
-			if j := strings.LastIndex(loc, "/"+pkg+"/"); j >= 0 {
-				loc = loc[j+1:]
-			}
-			if j := strings.LastIndex(loc, " +0x"); j >= 0 {
-				loc = loc[:j]
-			}
-			return loc
+	start := 0
+	for i, l := range lines {
+		if strings.HasPrefix(l, "panic(") {
+			start = i + 1
 		}
+	}
+	for i := start; i+1 < len(lines); i++ {
+		fn := lines[i]
+		k := strings.Index(fn, "goportals/goportals/")
+		if k < 0 {
+			continue
+		}
+		loc := strings.TrimSpace(lines[i+1])
+		// Name the file relative to the module: the package directory of the
+		// function ("portals", "internal/verbs/soft") and the file name.
+		pkg := fn[k+len("goportals/goportals/"):]
+		if j := strings.Index(pkg, "."); j >= 0 {
+			pkg = pkg[:j]
+		}
+		if j := strings.LastIndex(loc, "/"+pkg+"/"); j >= 0 {
+			loc = loc[j+1:]
+		}
+		if j := strings.LastIndex(loc, " +0x"); j >= 0 {
+			loc = loc[:j]
+		}
+		return loc
 	}
 	return "unknown"
 }

@@ -41,10 +41,10 @@ func callMDBind(in *interp, r *record, n *Node) error {
 		return err
 	}
 	spec := portals.MDSpec{Options: portals.MDOptions(r.md.opts &^ optIOVEC)}
-	if spec.EQ, err = r.eqH.eq(true); err != nil {
+	if spec.EQ, err = r.eqH.eq(); err != nil {
 		return err
 	}
-	if spec.CT, err = r.ctH.ct(true); err != nil {
+	if spec.CT, err = r.ctH.ct(); err != nil {
 		return err
 	}
 	if spec.Start, spec.Iovecs, err = r.memory(r.md); err != nil {
@@ -76,7 +76,7 @@ func callMDRelease(in *interp, r *record, n *Node) error {
 func (r *record) leSpec() (portals.LESpec, error) {
 	var s portals.LESpec
 	var err error
-	if s.CT, err = r.ctH.ct(true); err != nil {
+	if s.CT, err = r.ctH.ct(); err != nil {
 		return s, err
 	}
 	if s.Start, s.Iovecs, err = r.memory(r.le); err != nil {
@@ -90,7 +90,7 @@ func (r *record) leSpec() (portals.LESpec, error) {
 func (r *record) meSpec() (portals.MESpec, error) {
 	var s portals.MESpec
 	var err error
-	if s.CT, err = r.ctH.ct(true); err != nil {
+	if s.CT, err = r.ctH.ct(); err != nil {
 		return s, err
 	}
 	if s.Start, s.Iovecs, err = r.memory(r.me); err != nil {

@@ -19,7 +19,7 @@ func callEQAlloc(in *interp, r *record, n *Node) error {
 }
 
 func callEQFree(in *interp, r *record, n *Node) error {
-	q, err := r.eqH.eq(false)
+	q, err := r.eqH.eq()
 	if err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func eventOK(err error) bool {
 }
 
 func callEQGet(in *interp, r *record, n *Node) error {
-	q, err := r.eqH.eq(false)
+	q, err := r.eqH.eq()
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func callEQGet(in *interp, r *record, n *Node) error {
 // callEQWait blocks like PtlEQWait: without a time limit of its own, bounded only by
 // the test's deadline.
 func callEQWait(in *interp, r *record, n *Node) error {
-	q, err := r.eqH.eq(false)
+	q, err := r.eqH.eq()
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func callEQWait(in *interp, r *record, n *Node) error {
 }
 
 func callEQPoll(in *interp, r *record, n *Node) error {
-	q, err := r.eqH.eq(false)
+	q, err := r.eqH.eq()
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func callCTAlloc(in *interp, r *record, n *Node) error {
 }
 
 func callCTFree(in *interp, r *record, n *Node) error {
-	c, err := r.ctH.ct(false)
+	c, err := r.ctH.ct()
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func callCTFree(in *interp, r *record, n *Node) error {
 }
 
 func callCTGet(in *interp, r *record, n *Node) error {
-	c, err := r.ctH.ct(false)
+	c, err := r.ctH.ct()
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func callCTGet(in *interp, r *record, n *Node) error {
 
 // callCTWait blocks like PtlCTWait, bounded only by the test's deadline.
 func callCTWait(in *interp, r *record, n *Node) error {
-	c, err := r.ctH.ct(false)
+	c, err := r.ctH.ct()
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func callCTWait(in *interp, r *record, n *Node) error {
 }
 
 func callCTPoll(in *interp, r *record, n *Node) error {
-	c, err := r.ctH.ct(false)
+	c, err := r.ctH.ct()
 	if err != nil {
 		return err
 	}
@@ -162,7 +162,7 @@ func callCTPoll(in *interp, r *record, n *Node) error {
 }
 
 func callCTSet(in *interp, r *record, n *Node) error {
-	c, err := r.ctH.ct(false)
+	c, err := r.ctH.ct()
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func callCTSet(in *interp, r *record, n *Node) error {
 }
 
 func callCTInc(in *interp, r *record, n *Node) error {
-	c, err := r.ctH.ct(false)
+	c, err := r.ctH.ct()
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func callCTInc(in *interp, r *record, n *Node) error {
 }
 
 func callCTCancelTrig(in *interp, r *record, n *Node) error {
-	c, err := r.ctH.ct(false)
+	c, err := r.ctH.ct()
 	if err != nil {
 		return err
 	}
@@ -186,11 +186,11 @@ func callCTCancelTrig(in *interp, r *record, n *Node) error {
 }
 
 func callTrigCTInc(in *interp, r *record, n *Node) error {
-	c, err := r.ctH.ct(false)
+	c, err := r.ctH.ct()
 	if err != nil {
 		return err
 	}
-	t, err := r.trigCTH.ct(false)
+	t, err := r.trigCTH.ct()
 	if err != nil {
 		return err
 	}
@@ -199,11 +199,11 @@ func callTrigCTInc(in *interp, r *record, n *Node) error {
 }
 
 func callTrigCTSet(in *interp, r *record, n *Node) error {
-	c, err := r.ctH.ct(false)
+	c, err := r.ctH.ct()
 	if err != nil {
 		return err
 	}
-	t, err := r.trigCTH.ct(false)
+	t, err := r.trigCTH.ct()
 	if err != nil {
 		return err
 	}

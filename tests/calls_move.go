@@ -80,10 +80,9 @@ func callSwap(in *interp, r *record, n *Node) error {
 	}))
 }
 
-// trigger returns the counting event that triggers an operation: ct_handle (there is
-// no "none" trigger, so INVALID is simply nil).
+// trigger returns the counting event that triggers an operation: ct_handle.
 func (r *record) trigger() (*portals.CT, error) {
-	return r.ctH.ct(false)
+	return r.ctH.ct()
 }
 
 func callTrigPut(in *interp, r *record, n *Node) error {

@@ -91,8 +91,22 @@ func callNIStatus(in *interp, r *record, n *Node) error {
 	return in.expect(r, n, "PtlNIStatus", err)
 }
 
+// callNIHandle is PtlNIHandle on handle=; the NI found becomes the record's NI, as the
+// reference writes it into ni_handle. An INVALID handle is passed as a nil *NI.
 func callNIHandle(in *interp, r *record, n *Node) error {
-	return errSkipf("PtlNIHandle has no Go counterpart (the NI of a handle is not exported)")
+	if err := r.anyH.isNumber(); err != nil {
+		return err
+	}
+	h := r.anyH.obj
+	if h == nil {
+		h = (*portals.NI)(nil)
+	}
+	var ni *portals.NI
+	err := protect(func() error { var e error; ni, e = portals.NIHandle(h); return e })
+	if err == nil {
+		r.niH = handle{obj: ni}
+	}
+	return in.expect(r, n, "PtlNIHandle", err)
 }
 
 func callGetID(in *interp, r *record, n *Node) error {
@@ -176,7 +190,7 @@ func callPTAlloc(in *interp, r *record, n *Node) error {
 	if err != nil {
 		return err
 	}
-	q, err := r.eqH.eq(true)
+	q, err := r.eqH.eq()
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +40,11 @@ type interp struct {
 func Run(ctx context.Context, s *Script, rt Runtime, log io.Writer) (err error) {
 	in := &interp{ctx: ctx, rt: rt, path: s.Path, log: log}
 	defer in.closeAll()
+	defer func() {
+		if v := recover(); v != nil {
+			err = &failError{msg: fmt.Sprintf("interpreter panic (a runner bug): %v at %s", v, panicSite(string(debug.Stack())))}
+		}
+	}()
 	r := defaultRecord()
 	r.rank, r.size = rt.Rank(), rt.Size()
 	return in.walk(r, []*Node{s.Root})
@@ -118,8 +124,14 @@ func (in *interp) node(r *record, n *Node) error {
 	case "arg_check":
 		return in.walk(r, n.Children)
 	case "ifdef":
-		// The reference runs the children when every attribute names a known option;
-		// the parser already refused unknown attributes.
+		// As the reference: the children run when every attribute names something the
+		// interpreter knows.
+		for _, a := range n.Attrs {
+			if _, ok := attributes[a.Name.Local]; !ok || a.Name.Space != "" {
+				in.tracef(n, "%s not defined: children skipped", a.Name.Local)
+				return nil
+			}
+		}
 		return in.walk(r, n.Children)
 	case "desc", "comment", "subtest":
 		// subtest children are never run by the reference interpreter.
@@ -243,6 +255,11 @@ func (in *interp) threads(r *record, n *Node) error {
 		wg.Add(1)
 		go func(i int64, c *record) {
 			defer wg.Done()
+			defer func() {
+				if v := recover(); v != nil {
+					errs[i] = failf(n, "thread %d: interpreter panic (a runner bug): %v at %s", i, v, panicSite(string(debug.Stack())))
+				}
+			}()
 			<-start
 			errs[i] = in.walk(c, n.Children)
 		}(i, &c)

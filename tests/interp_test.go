@@ -170,3 +170,18 @@ func TestRunControl(t *testing.T) {
 		t.Fatalf("%v %s", st, why)
 	}
 }
+
+func TestPanicSite(t *testing.T) {
+	err := protect(func() error {
+		var m map[string]int
+		m["x"] = 1 // a nil map write panics here
+		return nil
+	})
+	var pe *panicError
+	if !errors.As(err, &pe) {
+		t.Fatalf("protect: %v, want a panicError", err)
+	}
+	if !strings.HasPrefix(pe.where, "tests/interp_test.go:") {
+		t.Errorf("panic site %q, want tests/interp_test.go:LINE", pe.where)
+	}
+}

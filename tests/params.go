@@ -47,9 +47,17 @@ func (h handle) ni() (*portals.NI, error) {
 	return v, nil
 }
 
+// The Go counterpart of PTL_INVALID_HANDLE is a zero-value handle: a pointer to an
+// object the API never returned, which every call refuses with ARG_INVALID (nil is
+// PTL_EQ_NONE / PTL_CT_NONE, or a handle never set). An invalid NI handle is a nil
+// *NI.
+
 func (h handle) md() (*portals.MD, error) {
 	if err := h.isNumber(); err != nil {
 		return nil, err
+	}
+	if h.invalid {
+		return &portals.MD{}, nil
 	}
 	if h.obj == nil {
 		return nil, nil
@@ -65,6 +73,9 @@ func (h handle) me() (*portals.ME, error) {
 	if err := h.isNumber(); err != nil {
 		return nil, err
 	}
+	if h.invalid {
+		return &portals.ME{}, nil
+	}
 	if h.obj == nil {
 		return nil, nil
 	}
@@ -75,14 +86,12 @@ func (h handle) me() (*portals.ME, error) {
 	return v, nil
 }
 
-// eq returns the EQ of a handle. As an argument (arg true) nil means EQ_NONE, so
-// PTL_INVALID_HANDLE has no Go value; as the receiver of a method nil is invalid.
-func (h handle) eq(arg bool) (*portals.EQ, error) {
+func (h handle) eq() (*portals.EQ, error) {
 	if err := h.isNumber(); err != nil {
 		return nil, err
 	}
-	if h.invalid && arg {
-		return nil, errSkipf("an invalid EQ handle distinct from EQ_NONE has no Go value (nil means none)")
+	if h.invalid {
+		return &portals.EQ{}, nil
 	}
 	if h.obj == nil {
 		return nil, nil
@@ -94,13 +103,12 @@ func (h handle) eq(arg bool) (*portals.EQ, error) {
 	return v, nil
 }
 
-// ct is eq for counting events (nil means CT_NONE as an argument).
-func (h handle) ct(arg bool) (*portals.CT, error) {
+func (h handle) ct() (*portals.CT, error) {
 	if err := h.isNumber(); err != nil {
 		return nil, err
 	}
-	if h.invalid && arg {
-		return nil, errSkipf("an invalid CT handle distinct from CT_NONE has no Go value (nil means none)")
+	if h.invalid {
+		return &portals.CT{}, nil
 	}
 	if h.obj == nil {
 		return nil, nil
@@ -221,11 +229,6 @@ func defaultRecord() *record {
 		niOpt:    uint32(portals.NIMatching | portals.NIPhysical),
 		niH:      invalidHandle,
 		anyH:     invalidHandle,
-		mdH:      invalidHandle,
-		leH:      invalidHandle,
-		meH:      invalidHandle,
-		getMDH:   invalidHandle,
-		putMDH:   invalidHandle,
 		iovecLen: iovecLength,
 		timeout:  defaultTimeout,
 		eqCount:  defaultEQCount,

@@ -121,6 +121,11 @@ func checkNode(n *Node) error {
 	if _, ok := elements[n.Name]; !ok {
 		return fmt.Errorf("unknown element <%s>", n.Name)
 	}
+	if n.Name == "ifdef" {
+		// ifdef names optional features: an unknown one means "not defined" (the
+		// children are skipped), not a broken script.
+		return nil
+	}
 	for _, a := range n.Attrs {
 		if a.Name.Space != "" {
 			return fmt.Errorf("<%s>: unknown attribute %s:%s", n.Name, a.Name.Space, a.Name.Local)

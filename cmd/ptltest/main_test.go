@@ -109,17 +109,22 @@ func TestUsageErrors(t *testing.T) {
 }
 
 // corpusMinPass is the ratchet of TestCorpus: the number of corpus tests that must
-// pass. It was set from the measured count (711 of 823 on 2026-12-02, with the
-// failures listed in /work/notes/conformance-findings.md) less a margin of 6 for
-// timing-sensitive tests on a loaded machine. Raise it when engine fixes land, so that
-// CI proves progress and catches regressions.
-const corpusMinPass = 705
+// pass. It is set from the measured count — 818 of 823 on 2026-12-02: the other 5 are
+// 3 broken scripts (atom_op="XOR", type="UINIT" twice), which the runner fails by
+// design, and 2 PtlHandleIsEqual tests on raw numbers, skipped — less a margin of 4
+// for the tests that sleep 10 ms and then check (timing-sensitive even in the
+// reference implementation). Raise it with every engine fix, so CI proves progress
+// and catches regressions; /work/notes/conformance-findings.md lists the causes.
+const corpusMinPass = 814
 
 // TestCorpus runs the whole Portals 4 conformance corpus through ptltest (-j 2) and
 // fails when fewer than corpusMinPass tests pass.
 func TestCorpus(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the conformance corpus takes about a minute; skipped with -short")
+		t.Skip("the conformance corpus takes about 20 s; skipped with -short")
+	}
+	if raceEnabled {
+		t.Skip("the corpus under the race detector takes over 6 minutes of the CI budget; the engine's own tests run under -race")
 	}
 	dir := filepath.Join("..", "..", "..", "shared", "conformance", "portals4-sfw")
 	if _, err := os.Stat(dir); err != nil {
@@ -129,7 +134,7 @@ func TestCorpus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, out, errOut := runCLI(t, "-j", "2", "-timeout", "60s", dir)
+	_, out, errOut := runCLI(t, "-j", "2", "-timeout", "20s", dir)
 	p, f, s := counts(t, out)
 	t.Logf("corpus: %d passed, %d failed, %d skipped of %d", p, f, s, len(cases))
 	if p+f+s != len(cases) {
