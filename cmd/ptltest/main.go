@@ -24,6 +24,10 @@ func main() {
 	os.Exit(code)
 }
 
+// rankProgram returns the program that runs one rank of a test: this executable,
+// which turns into a rank when tests.IsChild. Tests may replace it.
+var rankProgram = os.Executable
+
 // config is the parsed command line.
 type config struct {
 	np      int
@@ -72,7 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ptltest:", err)
 		return 2
 	}
-	exe, err := os.Executable()
+	exe, err := rankProgram()
 	if err != nil {
 		fmt.Fprintln(stderr, "ptltest: cannot find my own executable:", err)
 		return 2
