@@ -63,3 +63,29 @@ func benchPingPong(b *testing.B, size int) {
 
 func BenchmarkPutPingPong8B(b *testing.B)   { benchPingPong(b, 8) }
 func BenchmarkPutPingPong4KiB(b *testing.B) { benchPingPong(b, 4096) }
+
+// BenchmarkPutEager floods 8-byte puts without ack (the fire-and-forget path,
+// which keeps its operation record on the caller's stack); -benchmem shows the
+// allocations of the whole process, target included.
+func BenchmarkPutEager(b *testing.B) {
+	nis := newNIs(b, 2, NIMatching|NIPhysical)
+	ct, _ := nis[1].CTAlloc()
+	nis[1].PTAlloc(0, nil, 1)
+	nis[1].MEAppend(1, MESpec{Start: make([]byte, 64), CT: ct, UID: UIDAny, Options: MEOpPut | MEEventCTComm,
+		MatchID: ProcessID{NID: NIDAny, PID: PIDAny}}, PriorityList, 0)
+	m, _ := nis[0].MDBind(MDSpec{Start: make([]byte, 64), Options: MDEventSendDisable})
+	dst, _ := nis[1].PhysID()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if err := Put(m, 0, 8, NoAckReq, dst, 1, 0, 0, 0, 0); err != nil {
+			b.Fatal(err)
+		}
+		if i%64 == 63 {
+			if _, err := ct.Wait(ctx, uint64(i+1)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -154,20 +154,29 @@ func (ni *NI) start(name string, o *initOp, target ProcessID, operand []byte) er
 	}
 	ni.nextOp++
 	o.id, o.pr = ni.nextOp, pr
+	if (o.kind == msgPut || o.kind == msgAtomic) && o.ack == NoAckReq && o.length <= eagerMax {
+		// Fire and forget: complete once the request left; nothing to track, and
+		// o stays on the caller's stack.
+		ni.mu.Unlock()
+		return ni.issueOrFail(name, o, operand)
+	}
 	o.md.inflight++
 	if o.getMD != nil {
 		o.getMD.inflight++
 	}
-	o = copyOp(o)
-	ni.ops[o.id] = o
+	h := copyOp(o)
+	ni.ops[h.id] = h
 	ni.mu.Unlock()
+	return ni.issueOrFail(name, h, operand)
+}
 
+// issueOrFail issues o; a peer that is gone completes it with failure events.
+func (ni *NI) issueOrFail(name string, o *initOp, operand []byte) error {
 	err := ni.issue(o, operand)
 	if err != nil {
 		ni.mu.Lock()
 		defer ni.mu.Unlock()
 		if errors.Is(err, errPeerFailed) {
-			// The peer is gone: the operation completes, with the failure in its events.
 			ni.failOp(o)
 			return nil
 		}

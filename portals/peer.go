@@ -37,6 +37,8 @@ type peer struct {
 	wr      [1]verbs.SendWR
 	nsend   int
 	failed  bool
+	rwr     [1]verbs.RecvWR
+	rsge    [1]verbs.SGE
 }
 
 func (ni *NI) newPeer(r int) (*peer, error) {
@@ -62,10 +64,12 @@ func (pr *peer) postRecvs() error {
 	return nil
 }
 
+// repost posts receive slot again. Called by the goroutine that runs progress (and
+// at setup), so the work request storage can be reused.
 func (pr *peer) repost(slot int) error {
-	wr := [1]verbs.RecvWR{{ID: widRecv | uint64(pr.rank)<<16 | uint64(slot),
-		SG: []verbs.SGE{{Addr: pr.recvMR.Addr() + uint64(slot*msgMax), Length: msgMax, LKey: pr.recvMR.LKey()}}}}
-	return pr.qp.PostRecv(wr[:])
+	pr.rsge[0] = verbs.SGE{Addr: pr.recvMR.Addr() + uint64(slot*msgMax), Length: msgMax, LKey: pr.recvMR.LKey()}
+	pr.rwr[0] = verbs.RecvWR{ID: widRecv | uint64(pr.rank)<<16 | uint64(slot), SG: pr.rsge[:]}
+	return pr.qp.PostRecv(pr.rwr[:])
 }
 
 func (pr *peer) slot(i int) []byte { return pr.recv[i*msgMax : (i+1)*msgMax] }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/goportals/goportals/eq"
@@ -20,8 +21,10 @@ import (
 const progressSpin = 2048
 
 type backlog struct {
-	mu  sync.Mutex
-	wcs []verbs.WorkCompletion
+	mu      sync.Mutex
+	n       atomic.Int32 // len(wcs), readable without the lock
+	wcs     []verbs.WorkCompletion
+	scratch [16]verbs.WorkCompletion
 }
 
 func (ni *NI) run() {
@@ -105,17 +108,20 @@ func (ni *NI) progressOnce(app bool) int {
 
 // pollOnce harvests completions into the backlog (never handles them).
 func (ni *NI) pollOnce() {
-	var wc [16]verbs.WorkCompletion
-	k, _ := ni.cq.Poll(wc[:])
-	if k == 0 {
-		return
+	b := &ni.backlog
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k, _ := ni.cq.Poll(b.scratch[:])
+	if k > 0 {
+		b.wcs = append(b.wcs, b.scratch[:k]...)
+		b.n.Store(int32(len(b.wcs)))
 	}
-	ni.backlog.mu.Lock()
-	ni.backlog.wcs = append(ni.backlog.wcs, wc[:k]...)
-	ni.backlog.mu.Unlock()
 }
 
 func (ni *NI) drainBacklog() int {
+	if ni.backlog.n.Load() == 0 {
+		return 0
+	}
 	ni.backlog.mu.Lock()
 	if len(ni.backlog.wcs) == 0 {
 		ni.backlog.mu.Unlock()
@@ -123,6 +129,7 @@ func (ni *NI) drainBacklog() int {
 	}
 	wcs := ni.backlog.wcs
 	ni.backlog.wcs = nil
+	ni.backlog.n.Store(0)
 	ni.backlog.mu.Unlock()
 	for i := range wcs {
 		ni.handleWC(&wcs[i])

@@ -235,6 +235,8 @@ func (q *qp) PostRecv(wrs []verbs.RecvWR) error {
 	return nil
 }
 
+var errSendQueueFull = &verbs.OpError{Op: "post_send", Err: verbs.ErrNoResources}
+
 func postOp(op string, i int) string {
 	if i == 0 {
 		return op
@@ -272,6 +274,9 @@ func (q *qp) postSend(wrs []verbs.SendWR) error {
 			return verbs.Errorf(postOp("post_send", i), verbs.ErrInvalidArgument, err)
 		}
 		if q.sqTail-q.sqHead == uint64(len(q.sq)) {
+			if i == 0 {
+				return errSendQueueFull // a caller that polls and retries allocates nothing
+			}
 			return verbs.Errorf(postOp("post_send", i), verbs.ErrNoResources, nil)
 		}
 		if st == verbs.QPError {
