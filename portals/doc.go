@@ -1,7 +1,51 @@
 // Package portals is goportals' public API: a Portals-4-style one-sided interface
-// (network interfaces, portal table entries, memory descriptors, match and list entries,
-// event queues, counting events, put, get, atomics, triggered operations, bundles) and the
-// protocol engine, the software NIC that runs it over internal/verbs.
+// (network interfaces, portal table entries, memory descriptors, match and list
+// entries, event queues, counting events, put, get, atomics, triggered operations,
+// bundles) and the protocol engine, the software NIC that runs it over
+// internal/verbs.
+//
+// # The API
+//
+// The calls mirror portals4.h in Go idiom: handles are pointers (*NI, *MD, *ME/*LE,
+// *EQ, *CT; a zero-value handle names nothing and is refused), descriptors are
+// structs (MDSpec, MESpec, LESpec), results are return values, and every error is
+// an *OpError whose Errno matches a PTL_* code with errors.Is (ArgInvalid, NoInit,
+// InUse, ...). Blocking waits (EQ.Wait, CT.Wait, EQPoll, CTPoll) take a
+// context.Context; EQ.Get and CT.Get never block. Init joins the job through the
+// launcher's bootstrap (cmd/ptlrun; a lone process is rank 0 of 1); NewProcess
+// builds a process over any Runtime, for embedding or for several ranks in one test
+// process. NIInit is collective: all ranks initialize the same interfaces in the
+// same order, because the interfaces connect to each other then.
+//
+// No key, queue pair or registration is ever visible: an MD or ME binds plain
+// memory, and the engine registers what a transfer needs through the pin cache
+// (package md over regcache), lazily.
+//
+// # The engine
+//
+// Each NI owns a verbs context with one reliable-connected queue pair per rank.
+// A request travels as a SEND: a 96-byte header and, up to 928 bytes, the payload
+// (eager). A larger put names the initiator's registered region instead; the target
+// matches it (package me), pulls the data with RDMA READ straight into the entry's
+// memory and answers when done. A larger get is pushed with RDMA WRITE before the
+// reply. Atomics are computed at the target under the NI's engine lock, element by
+// element in host byte order (LONG_DOUBLE in double precision). Events go to event
+// queues and counting events (package eq) in Portals order: the communication
+// event, then AUTO_FREE, then AUTO_UNLINK; at the initiator SEND precedes ACK or
+// REPLY.
+//
+// Progress: a caller waiting on an event queue or a counter drives the engine
+// itself for a while (no goroutine hand-off on the fast path), then sleeps; one
+// progress goroutine per NI completes one-sided operations when nobody waits, and
+// steps aside while callers poll. Triggered operations are queued when their
+// counter reaches the threshold and started in firing order by the NI's trigger
+// goroutine.
+//
+// Flow control: on a portal table entry with PTFlowCtrl, a message that finds no
+// resources (no matching entry, full unexpected list, full event queue) disables the
+// entry, posts PT_DISABLED, and the initiator's ACK carries NI_PT_DISABLED. A peer
+// that dies completes its operations with NI_UNDELIVERABLE. Malformed messages are
+// dropped and counted in the status registers (SRMalformed).
 //
 // Only shmem, tests, cmd and examples import this package.
 package portals
