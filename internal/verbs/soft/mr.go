@@ -25,6 +25,8 @@ type mr struct {
 	dead   atomic.Bool
 }
 
+// The verbs.MR methods. Local and remote keys are the same value.
+
 func (m *mr) LKey() uint32         { return m.key }
 func (m *mr) RKey() uint32         { return m.key }
 func (m *mr) Addr() uint64         { return m.addr }
