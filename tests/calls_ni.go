@@ -156,14 +156,23 @@ func callSetMap(in *interp, r *record, n *Node) error {
 }
 
 func callHandleIsEqual(in *interp, r *record, n *Node) error {
-	if err := r.handle1.isNumber(); err != nil {
-		return err
-	}
-	if err := r.handle2.isNumber(); err != nil {
-		return err
+	// PtlHandleIsEqual compares opaque values: a raw number written in the script
+	// is compared as the number it is (it can never equal a Go handle).
+	a, b := r.handle1.obj, r.handle2.obj
+	for _, h := range []struct {
+		raw string
+		dst *any
+	}{{r.handle1.raw, &a}, {r.handle2.raw, &b}} {
+		if h.raw != "" {
+			v, err := parseNumber(h.raw)
+			if err != nil {
+				return err
+			}
+			*h.dst = v
+		}
 	}
 	var err error
-	if !portals.HandleIsEqual(r.handle1.obj, r.handle2.obj) {
+	if !portals.HandleIsEqual(a, b) {
 		err = portals.Fail
 	}
 	return in.expect(r, n, "PtlHandleIsEqual", err)

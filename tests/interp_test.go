@@ -137,9 +137,22 @@ func TestRunSkipsWithReason(t *testing.T) {
 	if st != Skip || !strings.Contains(why, "pointer") {
 		t.Fatalf("ptr=NULL: %v %q, want a skip naming the pointer", st, why)
 	}
-	st, why = runScript(t, `<test><ptl_handle_is_equal handle1="0x1" handle2="0x1"/></test>`)
+	st, why = runScript(t, `<test><ptl><ptl_ni><ptl_ni_handle handle="0x1"/></ptl_ni></ptl></test>`)
 	if st != Skip || !strings.Contains(why, "numeric handle") {
-		t.Fatalf("numeric handles: %v %q", st, why)
+		t.Fatalf("numeric handle as an NI: %v %q", st, why)
+	}
+}
+
+// TestHandleIsEqualNumbers: PtlHandleIsEqual compares raw numbers as values.
+func TestHandleIsEqualNumbers(t *testing.T) {
+	for src, want := range map[string]Status{
+		`<test><ptl_handle_is_equal handle1="0x1" handle2="0x1"/></test>`:            Pass,
+		`<test><ptl_handle_is_equal handle1="0x1" handle2="0x2" ret="FAIL"/></test>`: Pass,
+		`<test><ptl_handle_is_equal handle1="0x1" handle2="0x2"/></test>`:            Fail,
+	} {
+		if st, why := runScript(t, src); st != want {
+			t.Errorf("%s: %v %q, want %v", src, st, why, want)
+		}
 	}
 }
 
