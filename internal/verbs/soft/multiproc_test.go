@@ -239,6 +239,7 @@ func benchTransfer(b *testing.B, op verbs.Opcode, size int) {
 	c, s := startChild(b)
 	raddr, rkey := c.reg("t", size, rw, 1)
 	local := make([]byte, size)
+	pattern(local, 5)
 	m := regLocal(b, s, local, rw)
 	wr := []verbs.SendWR{{Opcode: op, Flags: verbs.SendSignaled, SG: sge(m, size), RemoteAddr: raddr, RKey: rkey}}
 	const window = 16
@@ -269,6 +270,7 @@ func BenchmarkProcessVMWritev1MiB(b *testing.B) {
 	c, _ := startChild(b)
 	raddr, _ := c.reg("t", 1<<20, rw, 1)
 	local := make([]byte, 1<<20)
+	pattern(local, 5) // real pages, not the shared zero page the kernel would read otherwise
 	parts := [][]byte{local}
 	b.SetBytes(1 << 20)
 	b.ResetTimer()

@@ -107,6 +107,7 @@ func (q *qp) updateBusy() {
 // issue issues queued entries in order while they fit. Called with q.mu held.
 func (q *qp) issue() int {
 	n := 0
+	head := q.out.head
 	for q.sqIss < q.sqTail && q.State() == verbs.QPReady {
 		e := &q.sq[q.sqIss%uint64(len(q.sq))]
 		if e.state == esQueued && e.wr.Flags&verbs.SendFence != 0 && q.waiting > 0 {
@@ -127,8 +128,8 @@ func (q *qp) issue() int {
 		q.sqIss++
 		n++
 	}
-	if n > 0 && q.peer != nil {
-		wakePeer(q.peer)
+	if q.out != nil && q.out.head != head && q.peer != nil {
+		wakePeer(q.peer) // only ring messages need the peer; CMA transfers do not
 	}
 	return n
 }
