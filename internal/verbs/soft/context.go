@@ -34,7 +34,9 @@ type Context struct {
 	active atomic.Pointer[[]*qp] // connected queue pairs, copy on write
 
 	progMu sync.Mutex
-	polls  atomic.Uint64
+	// polled is set by every Poll and cleared by the progress goroutine: a poll
+	// loop only reads it (no store on a line the goroutine reads) once it is set.
+	polled atomic.Bool
 	// life keeps the segment mapped: calls that touch it outside a progress round
 	// (RegMR, Dereg, kick) hold it shared; Close takes it to unmap.
 	life sync.RWMutex
@@ -168,6 +170,13 @@ func (c *Context) progress() int {
 	return n
 }
 
+// markPolled records that the application polls (see polled).
+func (c *Context) markPolled() {
+	if !c.polled.Load() {
+		c.polled.Store(true)
+	}
+}
+
 // kick wakes the progress goroutine if it naps or sleeps.
 func (c *Context) kick() {
 	select {
@@ -198,7 +207,6 @@ const (
 func (c *Context) run() {
 	defer c.wg.Done()
 	w := c.view.sleepWord()
-	lastPolls := c.polls.Load()
 	lastCheck := time.Now()
 	idle := 0
 	for {
@@ -215,8 +223,8 @@ func (c *Context) run() {
 			lastCheck = now
 			c.checkPeers()
 		}
-		if p := c.polls.Load(); p != lastPolls {
-			lastPolls = p
+		if c.polled.Load() {
+			c.polled.Store(false)
 			idle = 0
 			c.napTimer.Reset(activeNap)
 			select {

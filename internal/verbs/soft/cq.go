@@ -66,7 +66,7 @@ func (q *cq) Poll(wc []verbs.WorkCompletion) (int, error) {
 	if q.closed.Load() {
 		return 0, verbs.Errorf("poll_cq", verbs.ErrClosed, nil)
 	}
-	q.ctx.polls.Add(1)
+	q.ctx.markPolled()
 	q.ctx.progress()
 	if q.count.Load() == 0 || len(wc) == 0 {
 		return 0, nil
@@ -94,7 +94,7 @@ func (q *cq) Wait(ctx context.Context) error {
 		if q.count.Load() > 0 {
 			return nil
 		}
-		q.ctx.polls.Add(1)
+		q.ctx.markPolled()
 		q.ctx.progress()
 		if i&63 == 63 {
 			runtime.Gosched() // a preempted goroutine may hold the progress lock
