@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sync"
+	"sync/atomic"
 )
 
 // CTEvent is the value of a counting event (ptl_ct_event_t): operations that succeeded
@@ -35,10 +36,20 @@ type Counter struct {
 	seq     uint64 // registrations so far: the tie-break of equal thresholds
 	trig    trigHeap
 	waiters waiterSet
+	// snapshot of ev for Reached, written under mu after every change
+	snapOK, snapFail atomic.Uint64
 }
 
 // NewCounter allocates a counting event with success and failure zero.
 func NewCounter() *Counter { return &Counter{} }
+
+// Reached reports, without locking, whether the counter meets a Wait for test
+// (success >= test or any failure). It reads a snapshot that may trail a
+// concurrent Set, so a caller acts on it only after confirming with Get: it is
+// the cheap check of a polling loop.
+func (c *Counter) Reached(test uint64) bool {
+	return c.snapOK.Load() >= test || c.snapFail.Load() > 0
+}
 
 // Get returns the current value (PtlCTGet), or ErrFreed.
 func (c *Counter) Get() (CTEvent, error) {
@@ -61,6 +72,8 @@ func (c *Counter) Set(v CTEvent) error {
 		return ErrFreed
 	}
 	c.ev = v
+	c.snapOK.Store(v.Success)
+	c.snapFail.Store(v.Failure)
 	c.waiters.wakeAll()
 	c.runTriggersLocked()
 	return nil
@@ -85,6 +98,8 @@ func (c *Counter) Inc(d CTEvent) error {
 		return ErrCounterOverflow
 	}
 	c.ev = CTEvent{Success: s, Failure: f}
+	c.snapOK.Store(s)
+	c.snapFail.Store(f)
 	c.waiters.wakeAll()
 	c.runTriggersLocked()
 	return nil
