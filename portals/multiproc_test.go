@@ -13,6 +13,7 @@ import (
 
 	"github.com/goportals/goportals/eq"
 	"github.com/goportals/goportals/internal/bootstrap"
+	"go.uber.org/goleak"
 )
 
 // The multi-process tests launch this test binary as the ranks of a job
@@ -27,7 +28,17 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	before := goleak.IgnoreCurrent()
+	code := m.Run()
+	if code == 0 {
+		// Every NI, trigger runner and provider goroutine must be gone once the
+		// tests closed their processes.
+		if err := goleak.Find(before); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 func launch(t *testing.T, role string) string {
