@@ -97,8 +97,10 @@ func (q *qp) hasWork() bool {
 func (q *qp) updateBusy() {
 	busy := len(q.pend) > 0 || q.sqIss < q.sqTail || q.signaled > 0 || q.waiting > 0 ||
 		q.sqTail-q.sqHead > uint64(len(q.sq))/2
-	q.busy.Store(busy)
-	if busy && q.out != nil {
+	if q.busy.Load() != busy { // a store only on change: the poll loop reads it
+		q.busy.Store(busy)
+	}
+	if busy && q.out != nil && atomic.LoadUint32(q.out.wantWord()) == 0 {
 		// Completions wait for the peer to consume: ask it to wake us when it does.
 		atomic.StoreUint32(q.out.wantWord(), 1)
 	}
