@@ -24,7 +24,7 @@
 // # The engine
 //
 // Each NI owns a verbs context with one reliable-connected queue pair per rank.
-// A request travels as a SEND: a 96-byte header and, up to 928 bytes, the payload
+// A request travels as a SEND: a 92-byte header and, up to 932 bytes, the payload
 // (eager). A larger put names the initiator's registered region instead; the target
 // matches it (package me), pulls the data with RDMA READ straight into the entry's
 // memory and answers when done. A larger get is pushed with RDMA WRITE before the

@@ -12,7 +12,7 @@ var le = binary.LittleEndian
 
 const (
 	msgMax   = 1024             // largest message (header + inline payload)
-	hdrSize  = 96               // encoded header
+	hdrSize  = 92               // encoded header (with 8 payload bytes: two soft ring slots)
 	eagerMax = msgMax - hdrSize // largest inline payload
 )
 
@@ -62,7 +62,6 @@ func (h *header) encode(b []byte) {
 	le.PutUint32(b[80:], h.rank)
 	le.PutUint32(b[84:], h.nid)
 	le.PutUint32(b[88:], h.pid)
-	le.PutUint32(b[92:], 0)
 }
 
 // decode parses a message; it reports false for anything malformed (short,

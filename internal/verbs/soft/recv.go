@@ -154,31 +154,42 @@ func (q *qp) handle(m *msg) bool {
 	}
 }
 
-// handleHdrSend receives a SEND whose payload rides in the header slot.
+// handleHdrSend receives a single-fragment SEND: hStatus bytes from the header
+// slot, then m.len bytes from the payload slots.
 func (q *qp) handleHdrSend(m *msg) bool {
-	if q.recvOn || m.b > hdrInline {
+	inl := uint64(m.status)
+	total := inl + uint64(m.len)
+	if q.recvOn || inl > hdrInline || (m.len > 0 && inl != hdrInline) {
 		return q.refuse(m, verbs.StatusRemoteInvalidRequest)
 	}
 	if q.rqHead == q.rqTail {
 		return false
 	}
 	r := &q.rq[q.rqHead%uint64(len(q.rq))]
-	if m.b > r.total {
+	if total > r.total {
 		q.completeRecv(r, verbs.StatusLocalLengthError, verbs.WCRecv, 0, m)
 		return q.refuse(m, verbs.StatusRemoteInvalidRequest)
 	}
-	if m.b > 0 {
-		if !q.sgParts(r.sg, 0, m.b, verbs.AccessLocalWrite) {
+	if total > 0 {
+		if !q.sgParts(r.sg, 0, total, verbs.AccessLocalWrite) {
 			q.completeRecv(r, verbs.StatusLocalProtectionError, verbs.WCRecv, 0, m)
 			return q.refuse(m, verbs.StatusRemoteOperationError)
 		}
 		var d [hdrInline]byte
-		binary.LittleEndian.PutUint64(d[0:], m.raddr)
-		binary.LittleEndian.PutUint64(d[8:], m.a)
-		copyParts(q.parts, d[:m.b])
+		q.in.inlineBytes(d[:inl])
+		// the inline prefix, then the payload slots, across the receive's pieces
+		src, off := d[:inl], 0
+		for _, p := range q.parts {
+			c := copy(p, src)
+			src = src[c:]
+			if c < len(p) {
+				q.in.payload(p[c:], off)
+				off += len(p) - c
+			}
+		}
 		q.releaseHolds()
 	}
-	q.completeRecv(r, verbs.StatusSuccess, verbs.WCRecv, uint32(m.b), m)
+	q.completeRecv(r, verbs.StatusSuccess, verbs.WCRecv, uint32(total), m)
 	return true
 }
 

@@ -158,6 +158,65 @@ func (r *ring) push(m *msg, parts [][]byte, n int) uint64 {
 	return end
 }
 
+// Single-fragment SENDs carry their first hdrInline bytes in the header slot, in
+// the fields a SEND does not use (hRAddr..hImm and hA..the end); the count is in
+// hStatus and the rest of the payload follows in the next slots as usual. An 8-byte
+// message is one slot, a 100-byte one two (design.md §3a: cache lines are the cost).
+const hdrInline = 36
+
+var inlineSpans = [2][2]int{{hRAddr, hImm}, {hA, slotSize}}
+
+// pushInline writes a SEND whose first min(n, hdrInline) bytes ride in the header.
+// parts gathers all n bytes; the caller checked space(n - inline).
+func (r *ring) pushInline(m *msg, parts [][]byte, n int) uint64 {
+	inl := min(n, hdrInline)
+	pos := r.head
+	base := (pos % ringSlots) * slotSize
+	h := r.slots[base : base+slotSize]
+	h[hOp], h[hFlags], h[hStatus] = m.op, m.flags, uint8(inl)
+	binary.LittleEndian.PutUint32(h[hLen:], uint32(n-inl))
+	binary.LittleEndian.PutUint64(h[hToken:], m.token)
+	binary.LittleEndian.PutUint32(h[hImm:], m.imm)
+	// the inline prefix, across the two spans
+	span, at := 0, inlineSpans[0][0]
+	need := inl
+	for len(parts) > 0 && need > 0 {
+		p := parts[0]
+		c := copy(h[at:min(inlineSpans[span][1], at+need)], p)
+		at += c
+		need -= c
+		if c == len(p) {
+			parts = parts[1:]
+		} else {
+			parts[0] = p[c:] // the caller's scratch list: trimming it in place is fine
+		}
+		if at == inlineSpans[span][1] && span == 0 {
+			span, at = 1, inlineSpans[1][0]
+		}
+	}
+	off := ((pos + 1) % ringSlots) * slotSize
+	for _, p := range parts {
+		for len(p) > 0 {
+			c := copy(r.slots[off:], p)
+			p = p[c:]
+			off = (off + uint64(c)) % uint64(len(r.slots))
+		}
+	}
+	end := pos + slotsFor(n-inl)
+	r.head = end
+	raceRelease()
+	atomic.StoreUint64(r.seqWord(pos), pos+1) // publish
+	return end
+}
+
+// inlineBytes copies the inline prefix of the peeked message into dst.
+func (r *ring) inlineBytes(dst []byte) {
+	base := (r.pos.Load() % ringSlots) * slotSize
+	h := r.slots[base : base+slotSize]
+	n := copy(dst, h[inlineSpans[0][0]:inlineSpans[0][1]])
+	copy(dst[n:], h[inlineSpans[1][0]:inlineSpans[1][1]])
+}
+
 // peek decodes the next message if one is published. It validates the header so a
 // corrupt peer cannot make the consumer read out of bounds.
 func (r *ring) peek(m *msg) bool {

@@ -1,7 +1,6 @@
 package soft
 
 import (
-	"encoding/binary"
 	"errors"
 	"sync/atomic"
 	"syscall"
@@ -25,12 +24,8 @@ const (
 	flFirst = 1 << iota
 	flLast
 	flImm
-	flHdr // a SEND of at most hdrInline bytes carried in the header slot (raddr, a)
+	flHdr // a single-fragment SEND whose first bytes ride in the header slot (ring.pushInline)
 )
-
-// hdrInline is the largest SEND whose payload rides in the header slot itself, so
-// the message costs one cache-line transfer (design.md §3a).
-const hdrInline = 16
 
 const (
 	atomFAdd  = 0
@@ -145,22 +140,17 @@ func (q *qp) issueOne(e *sendEntry) bool {
 		if e.wr.Opcode == verbs.OpSendWithImm {
 			flags = flImm
 		}
-		if e.state == esQueued && e.total <= hdrInline {
-			if !q.room(0) {
+		if e.state == esQueued && e.total <= maxPayload {
+			// One fragment: its first bytes ride in the header slot.
+			if !q.room(int(e.total - min(e.total, hdrInline))) {
 				return false
 			}
 			if !q.gather(e, 0, e.total, 0) {
 				return q.failEntry(e, verbs.StatusLocalProtectionError)
 			}
-			var d [hdrInline]byte
-			n := 0
-			for _, p := range q.parts {
-				n += copy(d[n:], p)
-			}
+			m := msg{op: opSend, flags: flags | flFirst | flLast | flHdr, token: e.token, imm: e.wr.Imm}
+			e.endPos = q.out.pushInline(&m, q.parts, int(e.total))
 			q.releaseHolds()
-			m := msg{op: opSend, flags: flags | flFirst | flLast | flHdr, token: e.token, b: e.total, imm: e.wr.Imm,
-				raddr: binary.LittleEndian.Uint64(d[0:]), a: binary.LittleEndian.Uint64(d[8:])}
-			e.endPos = q.out.push(&m, nil, 0)
 			e.state, e.byteLen = esAwaitTail, uint32(e.total)
 			return true
 		}
