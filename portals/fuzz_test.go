@@ -39,7 +39,7 @@ func FuzzHandleMessage(f *testing.F) {
 		}
 		payload := msg[hdrSize:]
 		if h.kind == msgAck || h.kind == msgReply {
-			tgt.handleAnswer(&h, payload)
+			tgt.handleAnswer(pr, &h, payload)
 		} else {
 			tgt.handleRequest(pr, &h, payload)
 		}

@@ -53,13 +53,13 @@ type NI struct {
 	nextOp  uint64
 	tops    map[uint64]*targetOp
 	status  [numSR]atomic.Uint64
-	dead    bool
+	dead    atomic.Bool
 	bundle  int
 	evbuf   []me.Event
 	buf1    []byte
 	buf2    []byte
 
-	backlog  backlog
+	queued   atomic.Int32 // engine sends waiting in peer queues
 	trig     triggerRunner
 	progMu   sync.Mutex // one goroutine handles completions at a time
 	appPolls atomic.Uint64
@@ -253,13 +253,9 @@ func (ni *NI) Fini() error {
 }
 
 func (ni *NI) shutdown() {
-	ni.mu.Lock()
-	if ni.dead {
-		ni.mu.Unlock()
+	if !ni.dead.CompareAndSwap(false, true) {
 		return
 	}
-	ni.dead = true
-	ni.mu.Unlock()
 	close(ni.stop)
 	ni.wg.Wait()
 	ni.mu.Lock()
@@ -279,7 +275,7 @@ func (ni *NI) check(op string) error {
 	if ni == nil {
 		return nilHandle(op, "NI")
 	}
-	if ni.dead {
+	if ni.dead.Load() {
 		return opErr(op, ArgInvalid, fmt.Errorf("NI finalized"))
 	}
 	return nil
@@ -399,6 +395,23 @@ func (ni *NI) peerOf(target ProcessID) (*peer, bool) {
 		return nil, false
 	}
 	return ni.peers[r], true
+}
+
+// idOfPeer names the process at the other end of pr: its physical id and its rank
+// in the logical map (or its job rank when the map does not hold it). Called with
+// ni.mu held.
+func (ni *NI) idOfPeer(pr *peer) ProcessID {
+	id := ni.physMap[pr.rank]
+	id.Rank = Rank(pr.rank)
+	if ni.Logical() {
+		for r, p := range ni.logical {
+			if p.NID == id.NID && p.PID == id.PID {
+				id.Rank = Rank(r)
+				break
+			}
+		}
+	}
+	return id
 }
 
 // initiatorID is how this NI names itself in the messages it sends.

@@ -29,6 +29,7 @@ type initOp struct {
 	pr       *peer
 	long     bool
 	sendDone bool // the SEND event was posted (guarded by ni.mu)
+	tracked  bool // in ni.ops until answered
 }
 
 // Put starts a put (PtlPut): length bytes of m from localOffset to the entry that
@@ -165,6 +166,7 @@ func (ni *NI) start(name string, o *initOp, target ProcessID, operand []byte) er
 		o.getMD.inflight++
 	}
 	h := copyOp(o)
+	h.tracked = true
 	ni.ops[h.id] = h
 	ni.mu.Unlock()
 	return ni.issueOrFail(name, h, operand)
@@ -235,6 +237,11 @@ func (ni *NI) issue(o *initOp, operand []byte) error {
 		putSeg(buf[16*i:], s)
 	}
 	ni.mu.Lock()
+	if ni.ops[o.id] != o { // failed meanwhile (the peer died)
+		ni.mu.Unlock()
+		p.Release()
+		return errPeerFailed
+	}
 	o.pinned, o.long = p, true
 	ni.mu.Unlock()
 	h.flags |= hfLong

@@ -37,6 +37,7 @@ type peer struct {
 	wr      [1]verbs.SendWR
 	nsend   int
 	failed  bool
+	queue   []queued // engine sends waiting for room (under ni.progMu)
 	rwr     [1]verbs.RecvWR
 	rsge    [1]verbs.SGE
 }
@@ -87,62 +88,133 @@ func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.Slice
 
 var errPeerFailed = errors.New("portals: connection to the peer failed")
 
-// send posts one message: the header and up to three payload pieces, copied by the
-// provider at post time (inline), so the caller may reuse them at once. A full
-// send queue is drained by running progress, without holding the send lock (the
-// progress round may itself answer this peer).
-func (pr *peer) send(h *header, parts ...[]byte) error {
+// errSQFull: the send queue has no room now.
+var errSQFull = errors.New("portals: send queue full")
+
+// trySend posts one message once: the header and up to three payload pieces,
+// copied by the provider at post time (inline), so the caller may reuse them at
+// once. It returns errSQFull when the send queue has no room.
+func (pr *peer) trySend(h *header, parts ...[]byte) error {
 	n := 0
 	for _, p := range parts {
 		n += len(p)
 	}
 	h.payload = uint32(n)
+	pr.sendMu.Lock()
+	defer pr.sendMu.Unlock()
+	if pr.failed {
+		return errPeerFailed
+	}
+	h.encode(pr.scratch)
+	sg := append(pr.sges[:0], verbs.SGE{Addr: addrOf(pr.scratch), Length: hdrSize})
+	for _, p := range parts {
+		if len(p) > 0 {
+			sg = append(sg, verbs.SGE{Addr: addrOf(p), Length: uint32(len(p))})
+		}
+	}
+	flags := verbs.SendInline
+	if pr.nsend++; pr.nsend%signalN == 0 {
+		flags |= verbs.SendSignaled
+	}
+	pr.wr[0] = verbs.SendWR{ID: widSend | uint64(pr.rank), Opcode: verbs.OpSend, Flags: flags, SG: sg}
+	err := pr.qp.PostSend(pr.wr[:])
+	pr.wr[0].SG = nil
+	if err != nil && errors.Is(err, verbs.ErrNoResources) {
+		return errSQFull
+	}
+	return err
+}
+
+// tryPost posts an RDMA work request of a target operation once.
+func (pr *peer) tryPost(wr verbs.SendWR) error {
+	pr.sendMu.Lock()
+	defer pr.sendMu.Unlock()
+	if pr.failed {
+		return errPeerFailed
+	}
+	pr.wr[0] = wr
+	err := pr.qp.PostSend(pr.wr[:])
+	pr.wr[0].SG = nil
+	if err != nil && errors.Is(err, verbs.ErrNoResources) {
+		return errSQFull
+	}
+	return err
+}
+
+// send posts a message for a caller outside the engine (an API call): while the
+// send queue is full it helps the engine's progress, which frees it.
+func (pr *peer) send(h *header, parts ...[]byte) error {
 	for {
-		pr.sendMu.Lock()
-		if pr.failed {
-			pr.sendMu.Unlock()
-			return errPeerFailed
-		}
-		h.encode(pr.scratch)
-		sg := append(pr.sges[:0], verbs.SGE{Addr: addrOf(pr.scratch), Length: hdrSize})
-		for _, p := range parts {
-			if len(p) > 0 {
-				sg = append(sg, verbs.SGE{Addr: addrOf(p), Length: uint32(len(p))})
-			}
-		}
-		flags := verbs.SendInline
-		if pr.nsend++; pr.nsend%signalN == 0 {
-			flags |= verbs.SendSignaled
-		}
-		pr.wr[0] = verbs.SendWR{ID: widSend | uint64(pr.rank), Opcode: verbs.OpSend, Flags: flags, SG: sg}
-		err := pr.qp.PostSend(pr.wr[:])
-		pr.wr[0].SG = nil
-		pr.sendMu.Unlock()
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, verbs.ErrNoResources) {
+		err := pr.trySend(h, parts...)
+		if err != errSQFull {
 			return err
 		}
-		pr.ni.pollOnce()
+		pr.ni.assist()
 	}
 }
 
-// post posts an RDMA work request of a target operation.
-func (pr *peer) post(wr verbs.SendWR) error {
-	for {
-		pr.sendMu.Lock()
-		if pr.failed {
-			pr.sendMu.Unlock()
-			return errPeerFailed
-		}
-		pr.wr[0] = wr
-		err := pr.qp.PostSend(pr.wr[:])
-		pr.wr[0].SG = nil
-		pr.sendMu.Unlock()
-		if err == nil || !errors.Is(err, verbs.ErrNoResources) {
+// queued is a message or RDMA request the engine could not post yet.
+type queued struct {
+	rdma bool
+	wr   verbs.SendWR
+	h    header
+	data []byte
+}
+
+// sendOrQueue posts an engine message (an answer), or queues it behind earlier
+// ones when the send queue is full: the engine never blocks on a peer, or two
+// peers answering each other could wait on each other forever. Called under
+// ni.progMu.
+func (pr *peer) sendOrQueue(h *header, parts ...[]byte) error {
+	if len(pr.queue) == 0 {
+		if err := pr.trySend(h, parts...); err != errSQFull {
 			return err
 		}
-		pr.ni.pollOnce()
 	}
+	q := queued{h: *h}
+	for _, p := range parts {
+		q.data = append(q.data, p...)
+	}
+	pr.queue = append(pr.queue, q)
+	pr.ni.queued.Add(1)
+	return nil
+}
+
+// postOrQueue is sendOrQueue for an RDMA request of a target operation.
+func (pr *peer) postOrQueue(wr verbs.SendWR) error {
+	if len(pr.queue) == 0 {
+		if err := pr.tryPost(wr); err != errSQFull {
+			return err
+		}
+	}
+	wr.SG = append([]verbs.SGE(nil), wr.SG...)
+	pr.queue = append(pr.queue, queued{rdma: true, wr: wr})
+	pr.ni.queued.Add(1)
+	return nil
+}
+
+// flushQueue posts what fits of the queue, in order. Called under ni.progMu.
+func (pr *peer) flushQueue() int {
+	n := 0
+	for len(pr.queue) > 0 {
+		q := &pr.queue[0]
+		var err error
+		if q.rdma {
+			err = pr.tryPost(q.wr)
+		} else {
+			err = pr.trySend(&q.h, q.data)
+		}
+		if err == errSQFull {
+			break
+		}
+		if err != nil && q.rdma {
+			// The peer is gone: the target operation fails.
+			pr.ni.targetDone(q.wr.ID&^widMask, false)
+		}
+		pr.queue[0] = queued{}
+		pr.queue = pr.queue[1:]
+		pr.ni.queued.Add(-1)
+		n++
+	}
+	return n
 }

@@ -3,8 +3,6 @@ package portals
 import (
 	"context"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/goportals/goportals/eq"
@@ -15,17 +13,11 @@ import (
 
 // The engine's progress: one goroutine per NI polls the completion queue, spins
 // briefly when it finds nothing, then blocks in the provider's wait (which sleeps).
-// Completions harvested elsewhere (a sender that found its send queue full) go to
-// a backlog the goroutine handles first, so handlers never run re-entrantly.
+// Completions are handled only under progMu, by that goroutine or by a caller
+// that waits (EQ/CT waits) or needs send-queue room; the handlers never block:
+// answers that find no room queue per peer (peer.sendOrQueue).
 
 const progressSpin = 2048
-
-type backlog struct {
-	mu      sync.Mutex
-	n       atomic.Int32 // len(wcs), readable without the lock
-	wcs     []verbs.WorkCompletion
-	scratch [16]verbs.WorkCompletion
-}
 
 func (ni *NI) run() {
 	defer ni.wg.Done()
@@ -60,7 +52,8 @@ func (ni *NI) run() {
 			}
 			continue
 		}
-		if idle++; idle < progressSpin {
+		if idle++; idle < progressSpin || ni.queued.Load() > 0 {
+			// (queued sends wait for room that frees without a completion: keep polling)
 			if idle&63 == 0 {
 				runtime.Gosched()
 			}
@@ -84,7 +77,7 @@ func (ni *NI) kick() {
 // appNap is how long the progress goroutine steps aside while callers poll.
 const appNap = 100 * time.Microsecond
 
-// progressOnce handles the harvested backlog and one batch of completions, unless
+// progressOnce posts queued engine sends and handles one batch of completions, unless
 // another goroutine is doing so. Callers that wait (EQ and CT waits) run it
 // themselves, so the completion that ends their wait needs no goroutine hand-off.
 func (ni *NI) progressOnce(app bool) int {
@@ -95,7 +88,12 @@ func (ni *NI) progressOnce(app bool) int {
 		return 0
 	}
 	defer ni.progMu.Unlock()
-	n := ni.drainBacklog()
+	n := 0
+	if ni.queued.Load() > 0 {
+		for _, pr := range ni.peers {
+			n += pr.flushQueue()
+		}
+	}
 	k, err := ni.cq.Poll(ni.wcs[:])
 	if err != nil {
 		return n
@@ -106,35 +104,12 @@ func (ni *NI) progressOnce(app bool) int {
 	return n + k
 }
 
-// pollOnce harvests completions into the backlog (never handles them).
-func (ni *NI) pollOnce() {
-	b := &ni.backlog
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	k, _ := ni.cq.Poll(b.scratch[:])
-	if k > 0 {
-		b.wcs = append(b.wcs, b.scratch[:k]...)
-		b.n.Store(int32(len(b.wcs)))
+// assist runs a progress round for a caller outside the engine that waits for
+// room in a send queue, or yields if another goroutine is running one.
+func (ni *NI) assist() {
+	if ni.progressOnce(true) == 0 {
+		runtime.Gosched()
 	}
-}
-
-func (ni *NI) drainBacklog() int {
-	if ni.backlog.n.Load() == 0 {
-		return 0
-	}
-	ni.backlog.mu.Lock()
-	if len(ni.backlog.wcs) == 0 {
-		ni.backlog.mu.Unlock()
-		return 0
-	}
-	wcs := ni.backlog.wcs
-	ni.backlog.wcs = nil
-	ni.backlog.n.Store(0)
-	ni.backlog.mu.Unlock()
-	for i := range wcs {
-		ni.handleWC(&wcs[i])
-	}
-	return len(wcs)
 }
 
 func (ni *NI) handleWC(wc *verbs.WorkCompletion) {
@@ -157,7 +132,7 @@ func (ni *NI) handleWC(wc *verbs.WorkCompletion) {
 		} else {
 			payload := msg[hdrSize:]
 			if h.kind == msgAck || h.kind == msgReply {
-				ni.handleAnswer(&h, payload)
+				ni.handleAnswer(pr, &h, payload)
 			} else {
 				ni.handleRequest(pr, &h, payload)
 			}
@@ -177,11 +152,11 @@ func (ni *NI) handleWC(wc *verbs.WorkCompletion) {
 }
 
 // handleAnswer completes an initiator operation with its ACK or REPLY.
-func (ni *NI) handleAnswer(h *header, payload []byte) {
+func (ni *NI) handleAnswer(pr *peer, h *header, payload []byte) {
 	ni.mu.Lock()
 	defer ni.mu.Unlock()
 	o := ni.ops[h.opid]
-	if o == nil {
+	if o == nil || o.pr != pr || h.mlength > o.length || (h.kind == msgAck) != (o.kind == msgPut || o.kind == msgAtomic) {
 		ni.status[SRMalformed].Add(1)
 		return
 	}
@@ -201,7 +176,7 @@ func (ni *NI) handleAnswer(h *header, payload []byte) {
 			dst, off = o.getMD, o.getOff
 		}
 		if fail == eq.NIOK && len(payload) > 0 {
-			n := min(uint64(len(payload)), h.mlength)
+			n := min(uint64(len(payload)), h.mlength, o.length)
 			dst.mem.WriteAt(payload[:n], off)
 		}
 		ni.initEvent(o, dst, eq.EventReply, fail, h.mlength, h.roff, h.list)
@@ -227,6 +202,9 @@ func (ni *NI) peerFailed(pr *peer) {
 // failOp completes o with NI_UNDELIVERABLE events: the answer will never come.
 // Called with ni.mu held.
 func (ni *NI) failOp(o *initOp) {
+	if o.tracked && ni.ops[o.id] != o {
+		return // already completed (peerFailed got there first)
+	}
 	ni.sendEvent(o, eq.NIUndeliverable)
 	switch o.kind {
 	case msgGet, msgFetch, msgSwap:

@@ -29,6 +29,13 @@ var meOps = [...]me.Op{msgPut: me.OpKindPut, msgGet: me.OpKindGet, msgAtomic: me
 // without ni.mu; data placement and events happen under it, the answer is sent
 // after.
 func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
+	if h.flags&hfLong == 0 && ((h.kind == msgGet && h.length > eagerMax) ||
+		((h.kind == msgPut || h.kind == msgAtomic || h.kind == msgFetch) && uint64(len(payload)) != h.length)) {
+		// An inline request must carry exactly its data (a get's reply must fit inline).
+		ni.status[SRMalformed].Add(1)
+		ni.answer(pr, h, eq.NIDropped, 0, 0, 0, nil)
+		return
+	}
 	if h.kind >= msgAtomic && h.kind <= msgSwap {
 		if err := checkAtomic(eq.AtomicOp(h.atomOp), eq.AtomicType(h.atomType), h.length, h.kind == msgSwap); err != nil ||
 			(h.kind == msgSwap && h.atomOp >= uint8(eq.OpCSwap) && uint64(len(payload)) < h.length+uint64(eq.AtomicType(h.atomType).Size())) ||
@@ -46,9 +53,22 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 		ni.answer(pr, h, eq.NIPTDisabled, 0, 0, 0, nil)
 		return
 	}
+	if t.opts&PTFlowCtrl != 0 && t.eq != nil && t.eq.q.Avail() == 0 {
+		// No room for the event this message would post: flow control, before the
+		// message consumes anything.
+		t.enabled = false
+		t.eq.q.Post(&eq.Event{Type: eq.EventPTDisabled, PTIndex: h.pt, NIFail: eq.NIPTDisabled,
+			MatchBits: h.match, RLength: h.length, HdrData: h.hdrData})
+		ni.status[SRDropCount].Add(1)
+		ni.mu.Unlock()
+		ni.answer(pr, h, eq.NIPTDisabled, 0, 0, 0, nil)
+		return
+	}
+	// The initiator is the process at the other end of the connection the message
+	// came on, whatever its header claims.
 	mh := me.Header{Op: meOps[h.kind], UID: me.UID(h.uid), MatchBits: h.match, RemoteOffset: h.roff,
 		Length: h.length, HdrData: h.hdrData, AtomicOp: h.atomOp, AtomicType: h.atomType,
-		Initiator: me.ProcessID{NID: me.NID(h.nid), PID: me.PID(h.pid), Rank: me.Rank(h.rank)}}
+		Initiator: ni.idOfPeer(pr)}
 	res, evs := t.table.Match(&mh, ni.evbuf[:0])
 	if res.Outcome != me.OutcomeMatched {
 		fail := eq.NIDropped
@@ -85,11 +105,6 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 		ni.mu.Unlock()
 		ni.answer(pr, h, eq.NIDropped, 0, 0, 0, nil)
 		return
-	}
-	if t.eq != nil && t.opts&PTFlowCtrl != 0 && t.eq.q.Avail() == 0 {
-		// The event queue is full: flow control.
-		t.enabled = false
-		t.eq.q.Post(&eq.Event{Type: eq.EventPTDisabled, PTIndex: h.pt, NIFail: eq.NIPTDisabled})
 	}
 	if h.flags&hfLong != 0 && res.MLength > 0 {
 		top, wrs := ni.startLong(pr, h, payload, t, e, res, evs)
@@ -141,7 +156,7 @@ func (ni *NI) answer(pr *peer, h *header, fail eq.NIFail, mlength, off uint64, l
 	switch h.kind {
 	case msgGet, msgFetch, msgSwap:
 		a.kind = msgReply
-		pr.send(&a, data)
+		pr.sendOrQueue(&a, data)
 		return
 	}
 	wants := AckReq(h.ack) != NoAckReq && (len(withAck) == 0 || withAck[0])
@@ -155,7 +170,7 @@ func (ni *NI) answer(pr *peer, h *header, fail eq.NIFail, mlength, off uint64, l
 	if AckReq(h.ack) == NoAckReq && fail != eq.NIOK && h.flags&hfLong == 0 {
 		return // nobody waits for it
 	}
-	pr.send(&a)
+	pr.sendOrQueue(&a)
 }
 
 // startLong pins the entry's range and builds the RDMA READs (put) or WRITEs (get)
@@ -236,7 +251,7 @@ func (ni *NI) postTarget(top *targetOp, wrs []verbs.SendWR) {
 		return
 	}
 	for i, wr := range wrs {
-		if err := top.pr.post(wr); err != nil {
+		if err := top.pr.postOrQueue(wr); err != nil {
 			ni.mu.Lock()
 			top.fail = eq.NIUndeliverable
 			top.pending -= len(wrs) - i

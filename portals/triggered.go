@@ -20,8 +20,9 @@ type triggerRunner struct {
 }
 
 type trigger struct {
-	ni  *NI
-	run func()
+	ni     *NI
+	run    func()
+	cancel func() // undoes what registration held (nil: nothing)
 }
 
 // Fire queues the operation for the runner.
@@ -43,6 +44,9 @@ func (t *trigger) Cancel() {
 	r.mu.Lock()
 	r.pending--
 	r.mu.Unlock()
+	if t.cancel != nil {
+		t.cancel()
+	}
 }
 
 func (ni *NI) runTriggers() {
@@ -69,23 +73,33 @@ func (ni *NI) runTriggers() {
 	}
 }
 
-// addTrigger registers run at threshold on ct.
-func (ni *NI) addTrigger(op string, ct *CT, threshold uint64, run func()) error {
+// addTrigger registers run at threshold on ct; cancel (if not nil) runs instead
+// when the trigger is dropped, or if registration fails.
+func (ni *NI) addTrigger(op string, ct *CT, threshold uint64, run, cancel func()) error {
 	if ct == nil || ct.ni != ni {
+		if cancel != nil {
+			cancel()
+		}
 		return opErr(op, ArgInvalid, fmt.Errorf("trigger counter missing or of another NI"))
 	}
 	r := &ni.trig
 	r.mu.Lock()
 	if r.pending >= ni.limits.MaxTriggeredOps {
 		r.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
 		return opErr(op, NoSpace, fmt.Errorf("max_triggered_ops reached"))
 	}
 	r.pending++
 	r.mu.Unlock()
-	if err := ct.c.AddTrigger(threshold, &trigger{ni: ni, run: run}); err != nil {
+	if err := ct.c.AddTrigger(threshold, &trigger{ni: ni, run: run, cancel: cancel}); err != nil {
 		r.mu.Lock()
 		r.pending--
 		r.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
 		return eqErr(op, err)
 	}
 	return nil
@@ -104,16 +118,43 @@ func (ni *NI) triggered(name string, o *initOp, target ProcessID, operand []byte
 	ni.mu.Lock()
 	err := ni.validate(o, operand)
 	_, ok := ni.peerOf(target)
+	if err == nil && ok {
+		// The descriptors are in use until the operation fires (or is cancelled).
+		o.md.inflight++
+		if o.getMD != nil {
+			o.getMD.inflight++
+		}
+	}
 	ni.mu.Unlock()
 	if err != nil {
-		return opErr(name, ArgInvalid, err)
+		code := ArgInvalid
+		if errorsIsNotSupported(err) {
+			code = Fail
+		}
+		return opErr(name, code, err)
 	}
 	if !ok {
 		return opErr(name, ArgInvalid, fmt.Errorf("no process %+v in the job", target))
 	}
 	c := *o
 	operand = append([]byte(nil), operand...)
-	return ni.addTrigger(name, trig, threshold, func() { ni.start(name, &c, target, operand) })
+	release := func() {
+		ni.mu.Lock()
+		c.md.inflight--
+		if c.getMD != nil {
+			c.getMD.inflight--
+		}
+		ni.mu.Unlock()
+	}
+	return ni.addTrigger(name, trig, threshold, func() {
+		release()
+		if err := ni.start(name, &c, target, operand); err != nil {
+			// It was valid when posted; report the failure in its events.
+			ni.mu.Lock()
+			ni.failOp(&c)
+			ni.mu.Unlock()
+		}
+	}, release)
 }
 
 // TriggeredPut is Put started when trig reaches threshold (PtlTriggeredPut).
@@ -168,7 +209,7 @@ func TriggeredCTInc(ct *CT, inc CTEvent, trig *CT, threshold uint64) error {
 	if (inc.Success != 0) == (inc.Failure != 0) && !(inc.Success == 0 && inc.Failure == 0) {
 		return opErr(op, ArgInvalid, fmt.Errorf("increment both success and failure"))
 	}
-	return ct.ni.addTrigger(op, trig, threshold, func() { ct.c.Inc(inc) })
+	return ct.ni.addTrigger(op, trig, threshold, func() { ct.c.Inc(inc) }, nil)
 }
 
 // TriggeredCTSet sets ct to v when trig reaches threshold (PtlTriggeredCTSet).
@@ -177,7 +218,7 @@ func TriggeredCTSet(ct *CT, v CTEvent, trig *CT, threshold uint64) error {
 	if ct == nil || trig == nil || ct.ni == nil || ct.ni != trig.ni {
 		return opErr(op, ArgInvalid, fmt.Errorf("counters missing or of different NIs"))
 	}
-	return ct.ni.addTrigger(op, trig, threshold, func() { ct.c.Set(v) })
+	return ct.ni.addTrigger(op, trig, threshold, func() { ct.c.Set(v) }, nil)
 }
 
 // mdNI returns m's NI, or nil (whose methods report ArgInvalid).

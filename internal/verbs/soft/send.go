@@ -103,6 +103,9 @@ func (q *qp) updateBusy() {
 
 // issue issues queued entries in order while they fit. Called with q.mu held.
 func (q *qp) issue() int {
+	if q.out == nil { // destroyed: nothing to issue into
+		return 0
+	}
 	n := 0
 	head := q.out.head
 	for q.sqIss < q.sqTail && q.State() == verbs.QPReady {
