@@ -259,6 +259,18 @@ func (ni *NI) shutdown() {
 	close(ni.stop)
 	ni.wg.Wait()
 	ni.mu.Lock()
+	// Operations still in flight will never be answered: complete them as
+	// undeliverable and drop target operations, releasing every registration.
+	for _, o := range ni.ops {
+		ni.failOp(o)
+	}
+	for id, top := range ni.tops {
+		if top.pinned != nil {
+			top.pinned.Release()
+			top.pinned = nil
+		}
+		delete(ni.tops, id)
+	}
 	for _, t := range ni.pts {
 		if t != nil {
 			t.releaseEntries()
