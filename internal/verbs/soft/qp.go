@@ -252,9 +252,11 @@ func (q *qp) PostSend(wrs []verbs.SendWR) error {
 	err := q.postSend(wrs)
 	q.cmaDone = false
 	q.issue()
-	if q.cmaDone {
-		// A cross-memory transfer finished inside this call: complete it now.
-		q.progressLocked()
+	if q.cmaDone && q.State() == verbs.QPReady {
+		// A cross-memory transfer finished inside this call: complete it now. Only
+		// reap: NAKs live in the control page, and the inbound ring is drained by
+		// progress rounds alone (under the context's progress lock).
+		q.reap(atomic.LoadUint64(q.out.tail))
 	}
 	q.updateBusy()
 	return err

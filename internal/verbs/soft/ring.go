@@ -69,8 +69,9 @@ type ring struct {
 	// producer state (local to the producing process)
 	head       uint64
 	cachedTail uint64
-	// consumer state (atomic so a lock-free idle check may read it)
-	pos atomic.Uint64
+	// consumer state: written and read only under the context's progress lock
+	// (drain, and the idle check hasWork)
+	pos uint64
 }
 
 func newRing(mem []byte) *ring {
@@ -211,7 +212,7 @@ func (r *ring) pushInline(m *msg, parts [][]byte, n int) uint64 {
 
 // inlineBytes copies the inline prefix of the peeked message into dst.
 func (r *ring) inlineBytes(dst []byte) {
-	base := (r.pos.Load() % ringSlots) * slotSize
+	base := (r.pos % ringSlots) * slotSize
 	h := r.slots[base : base+slotSize]
 	n := copy(dst, h[inlineSpans[0][0]:inlineSpans[0][1]])
 	copy(dst[n:], h[inlineSpans[1][0]:inlineSpans[1][1]])
@@ -220,7 +221,7 @@ func (r *ring) inlineBytes(dst []byte) {
 // peek decodes the next message if one is published. It validates the header so a
 // corrupt peer cannot make the consumer read out of bounds.
 func (r *ring) peek(m *msg) bool {
-	pos := r.pos.Load()
+	pos := r.pos
 	if atomic.LoadUint64(r.seqWord(pos)) != pos+1 {
 		return false
 	}
@@ -244,7 +245,7 @@ func (r *ring) peek(m *msg) bool {
 
 // payload copies the payload of the peeked message, from byte off, into dst.
 func (r *ring) payload(dst []byte, off int) {
-	start := ((r.pos.Load()+1)%ringSlots)*slotSize + uint64(off)
+	start := ((r.pos+1)%ringSlots)*slotSize + uint64(off)
 	start %= uint64(len(r.slots))
 	for len(dst) > 0 {
 		c := copy(dst, r.slots[start:])
@@ -258,17 +259,17 @@ func (r *ring) payload(dst []byte, off int) {
 // bytes there must never look like that header's sequence number.
 func (r *ring) consume(n uint32) {
 	k := slotsFor(int(n))
-	pos := r.pos.Load()
+	pos := r.pos
 	for i := uint64(1); i < k; i++ {
 		*r.seqWord(pos + i) = 0
 	}
-	r.pos.Store(pos + k)
+	r.pos = pos + k
 	raceRelease()
 	atomic.StoreUint64(r.tail, pos+k)
 }
 
 // ready reports, without decoding, whether a message is published.
 func (r *ring) ready() bool {
-	pos := r.pos.Load()
+	pos := r.pos
 	return atomic.LoadUint64(r.seqWord(pos)) == pos+1
 }
