@@ -196,10 +196,10 @@ func childEcho(s *side, n int) (string, error) {
 			}
 			if c.Opcode == verbs.WCRecv {
 				got++
-				s.qp.PostRecv(recv)
-				if err := s.qp.PostSend(send); err != nil {
+				if err := s.qp.PostSend(send); err != nil { // reply first, replenish after
 					return "", err
 				}
+				s.qp.PostRecv(recv)
 			}
 		}
 		if k == 0 {
