@@ -3,9 +3,8 @@ module github.com/goportals/goportals
 go 1.26.0
 
 require (
-	github.com/google/btree v1.1.3 // indirect
-	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
-	golang.org/x/sync v0.25.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
+	github.com/google/btree v1.1.3
+	github.com/hashicorp/golang-lru/v2 v2.0.7
+	go.uber.org/goleak v1.3.0
+	golang.org/x/sys v0.50.0
 )
