@@ -43,8 +43,8 @@ type NI struct {
 	peers   []*peer
 	physMap []ProcessID // rank -> physical id
 
-	mu      sync.Mutex // the engine lock: everything below
-	logical []ProcessID
+	mu      sync.Mutex                  // the engine lock: everything below
+	logical atomic.Pointer[[]ProcessID] // the logical map, replaced whole by SetMap
 	pts     []*pt
 	nMD     int
 	nEQ     int
@@ -214,7 +214,8 @@ func (ni *NI) connect(ctx context.Context) error {
 			return err
 		}
 	}
-	ni.logical = append([]ProcessID(nil), ni.physMap...)
+	m := append([]ProcessID(nil), ni.physMap...)
+	ni.logical.Store(&m)
 	return nil
 }
 
@@ -362,7 +363,8 @@ func (ni *NI) SetMap(m []ProcessID) error {
 		}
 	}
 	ni.mu.Lock()
-	ni.logical = append(ni.logical[:0], m...)
+	c := append([]ProcessID(nil), m...)
+	ni.logical.Store(&c)
 	ni.mu.Unlock()
 	return nil
 }
@@ -377,7 +379,7 @@ func (ni *NI) Map() ([]ProcessID, error) {
 	}
 	ni.mu.Lock()
 	defer ni.mu.Unlock()
-	return append([]ProcessID(nil), ni.logical...), nil
+	return append([]ProcessID(nil), *ni.logical.Load()...), nil
 }
 
 // rankOfPhys finds the job rank of a physical id.
@@ -393,10 +395,11 @@ func (ni *NI) rankOfPhys(id ProcessID) (int, bool) {
 // peerOf resolves a target id to its connection. Called with ni.mu held.
 func (ni *NI) peerOf(target ProcessID) (*peer, bool) {
 	if ni.Logical() {
-		if int(target.Rank) >= len(ni.logical) {
+		logical := *ni.logical.Load()
+		if int(target.Rank) >= len(logical) {
 			return nil, false
 		}
-		r, ok := ni.rankOfPhys(ni.logical[target.Rank])
+		r, ok := ni.rankOfPhys(logical[target.Rank])
 		if !ok {
 			return nil, false
 		}
@@ -416,7 +419,7 @@ func (ni *NI) idOfPeer(pr *peer) ProcessID {
 	id := ni.physMap[pr.rank]
 	id.Rank = Rank(pr.rank)
 	if ni.Logical() {
-		for r, p := range ni.logical {
+		for r, p := range *ni.logical.Load() {
 			if p.NID == id.NID && p.PID == id.PID {
 				id.Rank = Rank(r)
 				break
@@ -430,7 +433,7 @@ func (ni *NI) idOfPeer(pr *peer) ProcessID {
 func (ni *NI) initiatorID() ProcessID {
 	id := ni.self
 	if ni.Logical() {
-		for r, p := range ni.logical {
+		for r, p := range *ni.logical.Load() {
 			if p.NID == id.NID && p.PID == id.PID {
 				id.Rank = Rank(r)
 				break
