@@ -20,10 +20,12 @@ type Context struct {
 	nonce uint64
 	pid   int
 
-	mrMu   sync.Mutex
-	freeMR []uint32
-	mrGen  [maxMR]uint32
-	mrs    [maxMR]atomic.Pointer[mr]
+	mrMu    sync.Mutex
+	freeMR  []uint32
+	mrGen   [maxMR]uint32 // last generation per slot
+	mrUses  [maxMR]uint32 // registrations per slot
+	genStep uint32        // odd: consecutive generations of a slot
+	mrs     [maxMR]atomic.Pointer[mr]
 
 	mu     sync.Mutex // guards the object sets below
 	qps    map[*qp]struct{}
@@ -62,7 +64,11 @@ func Open() (*Context, error) {
 		stop: make(chan struct{}), kickCh: make(chan struct{}, 1)}
 	c.napTimer = time.NewTimer(time.Hour)
 	c.napTimer.Stop()
+	c.genStep = (rand.Uint32() | 1) & genMask
 	c.freeMR = make([]uint32, 0, maxMR)
+	for i := range c.mrGen {
+		c.mrGen[i] = rand.Uint32() & genMask
+	}
 	for i := maxMR - 1; i >= 0; i-- {
 		c.freeMR = append(c.freeMR, uint32(i))
 	}

@@ -1,7 +1,6 @@
 package soft
 
 import (
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -79,15 +78,15 @@ func (p *pd) RegMR(mem []byte, access verbs.Access) (verbs.MR, error) {
 	}
 	idx := c.freeMR[len(c.freeMR)-1]
 	c.freeMR = c.freeMR[:len(c.freeMR)-1]
-	gen := c.mrGen[idx]
-	for {
-		g := rand.Uint32() & (1<<(32-mrIdxBits) - 1)
-		if g != 0 && g != gen {
-			gen = g
-			break
-		}
+	// Generations walk a full cycle of the 20-bit space from a random start by the
+	// context's random odd step: unguessable from outside, and no key repeats
+	// before the slot is retired at the end of its cycle (see Dereg).
+	gen := (c.mrGen[idx] + c.genStep) & genMask
+	if gen == 0 {
+		gen = (gen + c.genStep) & genMask
 	}
 	c.mrGen[idx] = gen
+	c.mrUses[idx]++
 	m.key = gen<<mrIdxBits | idx
 	p.nmr++
 	c.mrMu.Unlock()
@@ -102,6 +101,9 @@ func (p *pd) RegMR(mem []byte, access verbs.Access) (verbs.MR, error) {
 	atomic.StoreUint32(v.u32(off+eKey), m.key) // publish last
 	return m, nil
 }
+
+// genMask is the generation part of a key.
+const genMask = 1<<(32-mrIdxBits) - 1
 
 // deregWait bounds how long Dereg waits for accesses in flight (a peer in the middle
 // of a cross-memory copy). A peer that died mid-copy leaves its count behind: the
@@ -143,6 +145,9 @@ func (m *mr) dereg() {
 	c.mrs[idx].Store(nil)
 	unpin(m.pages[0], m.pages[1])
 	c.mrMu.Lock()
+	if c.mrUses[idx] >= genMask-1 {
+		quarantine = true // a full cycle of generations: a new one could repeat an old key
+	}
 	if !quarantine {
 		c.freeMR = append(c.freeMR, idx)
 	}

@@ -67,3 +67,27 @@ func TestRegressionStaleAddress(t *testing.T) {
 }
 
 func decodeQPN(b verbs.Address) uint32 { a, _ := decodeAddress(b); return a.qpn }
+
+// TestKeysNeverRepeat registers and deregisters one slot many times: no key comes
+// back (the generation walks a full cycle before the slot retires).
+func TestKeysNeverRepeat(t *testing.T) {
+	c, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pd, _ := c.AllocPD()
+	buf := make([]byte, 64)
+	seen := map[uint32]bool{}
+	for i := 0; i < 20000; i++ {
+		m, err := pd.RegMR(buf, verbs.AccessLocalWrite)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[m.RKey()] {
+			t.Fatalf("key %#x handed out twice (after %d registrations)", m.RKey(), i)
+		}
+		seen[m.RKey()] = true
+		m.Dereg()
+	}
+}
