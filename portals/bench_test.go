@@ -2,6 +2,7 @@ package portals
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -87,5 +88,22 @@ func BenchmarkPutEager(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	}
+}
+
+// TestPollsAllocateNothing: the non-blocking calls a polling loop makes.
+func TestPollsAllocateNothing(t *testing.T) {
+	nis := newNIs(t, 1, NIMatching|NIPhysical)
+	q, _ := nis[0].EQAlloc(8)
+	ct, _ := nis[0].CTAlloc()
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := q.Get(); !errors.Is(err, EQEmpty) {
+			t.Fatal(err)
+		}
+		if _, err := ct.Get(); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("EQ.Get/CT.Get allocate %v times per call", n)
 	}
 }

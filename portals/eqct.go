@@ -89,8 +89,14 @@ func (e *EQ) Get() (Event, error) {
 		return Event{}, nilHandle("PtlEQGet", "event queue")
 	}
 	ev, err := e.q.Get()
+	if err == eq.ErrEQEmpty {
+		return ev, errEQGetEmpty // the common answer of a poll: no allocation
+	}
 	return ev, eqErr("PtlEQGet", err)
 }
+
+// errEQGetEmpty is the (immutable) error of an empty EQ.Get.
+var errEQGetEmpty = &OpError{Op: "PtlEQGet", Errno: EQEmpty}
 
 // waitSpin bounds how many progress rounds a waiting caller runs itself before it
 // blocks (and leaves progress to the NI's goroutine).

@@ -251,6 +251,9 @@ func (ni *NI) issue(o *initOp, operand []byte) error {
 // sent records that an eager request left: the SEND event, and completion of a put
 // or atomic that expects no answer. Called without ni.mu.
 func (ni *NI) sent(o *initOp) {
+	if !o.tracked && o.md.eq == nil && o.md.ct == nil {
+		return // fire and forget with nowhere to report: nothing to do
+	}
 	ni.mu.Lock()
 	defer ni.mu.Unlock()
 	ni.sendEvent(o, eq.NIOK)
