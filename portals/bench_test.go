@@ -2,7 +2,6 @@ package portals
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 )
@@ -97,7 +96,7 @@ func TestPollsAllocateNothing(t *testing.T) {
 	q, _ := nis[0].EQAlloc(8)
 	ct, _ := nis[0].CTAlloc()
 	if n := testing.AllocsPerRun(100, func() {
-		if _, err := q.Get(); !errors.Is(err, EQEmpty) {
+		if _, err := q.Get(); err == nil || err.(*OpError).Errno != EQEmpty { // (errors.Is would allocate here)
 			t.Fatal(err)
 		}
 		if _, err := ct.Get(); err != nil {
