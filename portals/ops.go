@@ -36,16 +36,14 @@ type initOp struct {
 // matches at target's portal index pt.
 func Put(m *MD, localOffset, length uint64, ack AckReq, target ProcessID, pt PTIndex, match MatchBits,
 	remoteOffset uint64, userPtr uint64, hdrData uint64) error {
-	o := initOp{kind: msgPut, md: m, localOff: localOffset, length: length, userPtr: userPtr, ack: ack, pt: pt,
-		match: match, roff: remoteOffset, hdrData: hdrData}
+	o := putOp(msgPut, m, localOffset, length, ack, pt, match, remoteOffset, userPtr, hdrData, 0, 0)
 	return mdNI(m).start("PtlPut", &o, target, nil)
 }
 
 // Get starts a get (PtlGet): length bytes from the matching entry into m at localOffset.
 func Get(m *MD, localOffset, length uint64, target ProcessID, pt PTIndex, match MatchBits,
 	remoteOffset uint64, userPtr uint64) error {
-	o := initOp{kind: msgGet, md: m, localOff: localOffset, length: length, userPtr: userPtr, pt: pt,
-		match: match, roff: remoteOffset}
+	o := putOp(msgGet, m, localOffset, length, NoAckReq, pt, match, remoteOffset, userPtr, 0, 0, 0)
 	return mdNI(m).start("PtlGet", &o, target, nil)
 }
 
@@ -53,8 +51,7 @@ func Get(m *MD, localOffset, length uint64, target ProcessID, pt PTIndex, match 
 // operand data of m at localOffset.
 func Atomic(m *MD, localOffset, length uint64, ack AckReq, target ProcessID, pt PTIndex, match MatchBits,
 	remoteOffset uint64, userPtr uint64, hdrData uint64, aop AtomicOp, dt AtomicType) error {
-	o := initOp{kind: msgAtomic, md: m, localOff: localOffset, length: length, userPtr: userPtr, ack: ack, pt: pt,
-		match: match, roff: remoteOffset, hdrData: hdrData, atomOp: aop, atomType: dt}
+	o := putOp(msgAtomic, m, localOffset, length, ack, pt, match, remoteOffset, userPtr, hdrData, aop, dt)
 	return mdNI(m).start("PtlAtomic", &o, target, nil)
 }
 
@@ -62,8 +59,7 @@ func Atomic(m *MD, localOffset, length uint64, ack AckReq, target ProcessID, pt 
 // back into getMD at getOffset.
 func FetchAtomic(getMD *MD, getOffset uint64, putMD *MD, putOffset uint64, length uint64, target ProcessID,
 	pt PTIndex, match MatchBits, remoteOffset uint64, userPtr uint64, hdrData uint64, aop AtomicOp, dt AtomicType) error {
-	o := initOp{kind: msgFetch, md: putMD, getMD: getMD, getOff: getOffset, localOff: putOffset, length: length,
-		userPtr: userPtr, pt: pt, match: match, roff: remoteOffset, hdrData: hdrData, atomOp: aop, atomType: dt}
+	o := fetchOp(msgFetch, getMD, getOffset, putMD, putOffset, length, pt, match, remoteOffset, userPtr, hdrData, aop, dt)
 	return mdNI(putMD).start("PtlFetchAtomic", &o, target, nil)
 }
 
@@ -72,9 +68,23 @@ func FetchAtomic(getMD *MD, getOffset uint64, putMD *MD, putOffset uint64, lengt
 func Swap(getMD *MD, getOffset uint64, putMD *MD, putOffset uint64, length uint64, target ProcessID,
 	pt PTIndex, match MatchBits, remoteOffset uint64, userPtr uint64, hdrData uint64, operand []byte,
 	aop AtomicOp, dt AtomicType) error {
-	o := initOp{kind: msgSwap, md: putMD, getMD: getMD, getOff: getOffset, localOff: putOffset, length: length,
-		userPtr: userPtr, pt: pt, match: match, roff: remoteOffset, hdrData: hdrData, atomOp: aop, atomType: dt}
+	o := fetchOp(msgSwap, getMD, getOffset, putMD, putOffset, length, pt, match, remoteOffset, userPtr, hdrData, aop, dt)
 	return mdNI(putMD).start("PtlSwap", &o, target, operand)
+}
+
+// putOp builds the record of an operation on one descriptor (put, get, atomic);
+// the API calls and their triggered forms share it.
+func putOp(kind uint8, m *MD, localOffset, length uint64, ack AckReq, pt PTIndex, match MatchBits,
+	remoteOffset, userPtr, hdrData uint64, aop AtomicOp, dt AtomicType) initOp {
+	return initOp{kind: kind, md: m, localOff: localOffset, length: length, userPtr: userPtr, ack: ack, pt: pt,
+		match: match, roff: remoteOffset, hdrData: hdrData, atomOp: aop, atomType: dt}
+}
+
+// fetchOp builds the record of a fetching atomic or swap (two descriptors).
+func fetchOp(kind uint8, getMD *MD, getOffset uint64, putMD *MD, putOffset, length uint64, pt PTIndex,
+	match MatchBits, remoteOffset, userPtr, hdrData uint64, aop AtomicOp, dt AtomicType) initOp {
+	return initOp{kind: kind, md: putMD, getMD: getMD, getOff: getOffset, localOff: putOffset, length: length,
+		userPtr: userPtr, pt: pt, match: match, roff: remoteOffset, hdrData: hdrData, atomOp: aop, atomType: dt}
 }
 
 // copyOp moves an operation record to the heap (the API functions build it on the stack).

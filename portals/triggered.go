@@ -160,24 +160,21 @@ func (ni *NI) triggered(name string, o *initOp, target ProcessID, operand []byte
 // TriggeredPut is Put started when trig reaches threshold (PtlTriggeredPut).
 func TriggeredPut(m *MD, localOffset, length uint64, ack AckReq, target ProcessID, pt PTIndex, match MatchBits,
 	remoteOffset uint64, userPtr uint64, hdrData uint64, trig *CT, threshold uint64) error {
-	o := initOp{kind: msgPut, md: m, localOff: localOffset, length: length, userPtr: userPtr, ack: ack, pt: pt,
-		match: match, roff: remoteOffset, hdrData: hdrData}
+	o := putOp(msgPut, m, localOffset, length, ack, pt, match, remoteOffset, userPtr, hdrData, 0, 0)
 	return mdNI(m).triggered("PtlTriggeredPut", &o, target, nil, trig, threshold)
 }
 
 // TriggeredGet is Get started when trig reaches threshold (PtlTriggeredGet).
 func TriggeredGet(m *MD, localOffset, length uint64, target ProcessID, pt PTIndex, match MatchBits,
 	remoteOffset uint64, userPtr uint64, trig *CT, threshold uint64) error {
-	o := initOp{kind: msgGet, md: m, localOff: localOffset, length: length, userPtr: userPtr, pt: pt,
-		match: match, roff: remoteOffset}
+	o := putOp(msgGet, m, localOffset, length, NoAckReq, pt, match, remoteOffset, userPtr, 0, 0, 0)
 	return mdNI(m).triggered("PtlTriggeredGet", &o, target, nil, trig, threshold)
 }
 
 // TriggeredAtomic is Atomic started when trig reaches threshold (PtlTriggeredAtomic).
 func TriggeredAtomic(m *MD, localOffset, length uint64, ack AckReq, target ProcessID, pt PTIndex, match MatchBits,
 	remoteOffset uint64, userPtr uint64, hdrData uint64, aop AtomicOp, dt AtomicType, trig *CT, threshold uint64) error {
-	o := initOp{kind: msgAtomic, md: m, localOff: localOffset, length: length, userPtr: userPtr, ack: ack, pt: pt,
-		match: match, roff: remoteOffset, hdrData: hdrData, atomOp: aop, atomType: dt}
+	o := putOp(msgAtomic, m, localOffset, length, ack, pt, match, remoteOffset, userPtr, hdrData, aop, dt)
 	return mdNI(m).triggered("PtlTriggeredAtomic", &o, target, nil, trig, threshold)
 }
 
@@ -186,8 +183,7 @@ func TriggeredAtomic(m *MD, localOffset, length uint64, ack AckReq, target Proce
 func TriggeredFetchAtomic(getMD *MD, getOffset uint64, putMD *MD, putOffset uint64, length uint64, target ProcessID,
 	pt PTIndex, match MatchBits, remoteOffset uint64, userPtr uint64, hdrData uint64, aop AtomicOp, dt AtomicType,
 	trig *CT, threshold uint64) error {
-	o := initOp{kind: msgFetch, md: putMD, getMD: getMD, getOff: getOffset, localOff: putOffset, length: length,
-		userPtr: userPtr, pt: pt, match: match, roff: remoteOffset, hdrData: hdrData, atomOp: aop, atomType: dt}
+	o := fetchOp(msgFetch, getMD, getOffset, putMD, putOffset, length, pt, match, remoteOffset, userPtr, hdrData, aop, dt)
 	return mdNI(putMD).triggered("PtlTriggeredFetchAtomic", &o, target, nil, trig, threshold)
 }
 
@@ -195,8 +191,7 @@ func TriggeredFetchAtomic(getMD *MD, getOffset uint64, putMD *MD, putOffset uint
 func TriggeredSwap(getMD *MD, getOffset uint64, putMD *MD, putOffset uint64, length uint64, target ProcessID,
 	pt PTIndex, match MatchBits, remoteOffset uint64, userPtr uint64, hdrData uint64, operand []byte,
 	aop AtomicOp, dt AtomicType, trig *CT, threshold uint64) error {
-	o := initOp{kind: msgSwap, md: putMD, getMD: getMD, getOff: getOffset, localOff: putOffset, length: length,
-		userPtr: userPtr, pt: pt, match: match, roff: remoteOffset, hdrData: hdrData, atomOp: aop, atomType: dt}
+	o := fetchOp(msgSwap, getMD, getOffset, putMD, putOffset, length, pt, match, remoteOffset, userPtr, hdrData, aop, dt)
 	return mdNI(putMD).triggered("PtlTriggeredSwap", &o, target, operand, trig, threshold)
 }
 
