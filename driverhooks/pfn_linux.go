@@ -100,7 +100,7 @@ func (o *PFNOracle) Verify(snapStart uintptr, snap []uint64, addr, length uintpt
 	}
 	first := (start - snapStart) / pageSize
 	var small [64]uint64
-	cur := small[:0]
+	var cur []uint64
 	if n := int((end - start) / pageSize); n <= len(small) {
 		cur = small[:n]
 	} else {

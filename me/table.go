@@ -39,9 +39,7 @@ type Table struct {
 	cfg        Config
 	ar         arena
 	lists      [2]matchList
-	bins       []chain // hash bins of both lists
-	binFree    []int32 // indices of dropped bins
-	sweepFloor int     // empty bins tolerated before a sweep
+	sweepFloor int // empty bins tolerated before a sweep
 	seq        uint64
 	ux         unexpectedList
 }

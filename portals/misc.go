@@ -48,7 +48,8 @@ func (p *Process) AtomicSync() error {
 	for _, ni := range nis {
 		if ni != nil {
 			ni.mu.Lock()
-			ni.mu.Unlock() //nolint:staticcheck // an empty critical section is the barrier
+			//lint:ignore SA2001 the empty critical section is the barrier
+			ni.mu.Unlock()
 		}
 	}
 	return nil

@@ -78,5 +78,3 @@ func (l *lru[R]) victim() *Region[R] {
 	}
 	return nil
 }
-
-func (l *lru[R]) len() int { return l.l.Len() }

@@ -50,12 +50,12 @@ func TestParseErrorsHaveLines(t *testing.T) {
 }
 
 func TestParseKeepsAttributeOrderAndLines(t *testing.T) {
-	s, err := Parse("x.xml", []byte("<test>\n  <desc>Put\n then check</desc>\n  <ptl>\n    <ptl_ni b=\"1\"/>\n  </ptl>\n</test>"))
+	_, err := Parse("x.xml", []byte("<test>\n  <desc>Put\n then check</desc>\n  <ptl>\n    <ptl_ni b=\"1\"/>\n  </ptl>\n</test>"))
 	var se *ScriptError
 	if !errors.As(err, &se) || se.Line != 5 {
 		t.Fatalf("unknown attribute b: %v", err)
 	}
-	s, err = Parse("x.xml", []byte("<test>\n  <desc>Put\n then check</desc>\n  <ptl>\n    <check type=\"INT8\" md_data=\"1\" length=\"2\"/>\n  </ptl>\n</test>"))
+	s, err := Parse("x.xml", []byte("<test>\n  <desc>Put\n then check</desc>\n  <ptl>\n    <check type=\"INT8\" md_data=\"1\" length=\"2\"/>\n  </ptl>\n</test>"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +187,7 @@ func TestRunControl(t *testing.T) {
 func TestPanicSite(t *testing.T) {
 	err := protect(func() error {
 		var m map[string]int
+		//lint:ignore SA5000 the panic is the point of the test
 		m["x"] = 1 // a nil map write panics here
 		return nil
 	})

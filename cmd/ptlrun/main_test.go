@@ -167,7 +167,7 @@ func buildPtlrun(t *testing.T) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 		if _, err := os.Stat(goTool); err != nil {
 			t.Skip("no go tool to build cmd/ptlrun with: " + err.Error())
 		}
