@@ -18,21 +18,21 @@ const (
 	EventSend                                 // the initiator's buffer may be reused (initiator)
 	EventAck                                  // an acknowledgment arrived (initiator)
 	EventPTDisabled                           // flow control disabled the portal table entry
+	EventLink                                 // an entry was linked into a list
 	EventAutoUnlink                           // an entry was unlinked automatically
 	EventAutoFree                             // an unlinked overflow entry has no unexpected header left
 	EventSearch                               // a search of the unexpected list completed
-	EventLink                                 // an entry was linked into a list
 )
 
 // NumEventKinds is the number of defined event kinds.
-const NumEventKinds = int(EventLink) + 1
+const NumEventKinds = int(EventSearch) + 1
 
 var eventKindNames = []string{
 	"PTL_EVENT_GET", "PTL_EVENT_GET_OVERFLOW", "PTL_EVENT_PUT", "PTL_EVENT_PUT_OVERFLOW",
 	"PTL_EVENT_ATOMIC", "PTL_EVENT_ATOMIC_OVERFLOW", "PTL_EVENT_FETCH_ATOMIC",
 	"PTL_EVENT_FETCH_ATOMIC_OVERFLOW", "PTL_EVENT_REPLY", "PTL_EVENT_SEND", "PTL_EVENT_ACK",
-	"PTL_EVENT_PT_DISABLED", "PTL_EVENT_AUTO_UNLINK", "PTL_EVENT_AUTO_FREE",
-	"PTL_EVENT_SEARCH", "PTL_EVENT_LINK",
+	"PTL_EVENT_PT_DISABLED", "PTL_EVENT_LINK", "PTL_EVENT_AUTO_UNLINK", "PTL_EVENT_AUTO_FREE",
+	"PTL_EVENT_SEARCH",
 }
 
 // String returns the portals4.h identifier, e.g. "PTL_EVENT_PUT".
@@ -100,17 +100,17 @@ func ParseList(s string) (List, error) {
 // NIFail tells how an operation failed (ptl_ni_fail_t); NIOK is success.
 type NIFail uint8
 
-// NI failure types of portals4.h. Their numeric values are this package's; a wire format
-// must map them explicitly.
+// NI failure types, with the numeric values of portals4.h; NITargetInvalid is
+// goportals' own, after the last of them.
 const (
 	NIOK            NIFail = iota // PTL_NI_OK: no failure
-	NIUndeliverable               // a system failure prevented delivery (peer gone)
-	NIPTDisabled                  // the target's portal table entry is disabled (flow control)
-	NIDropped                     // the message was dropped (no matching entry, no room)
-	NIPermViolation               // the target refused the initiator's uid/jid
-	NIOpViolation                 // the matched entry does not allow the operation
-	NISegv                        // the operation addressed memory outside a region
-	NINoMatch                     // a search found no entry in the unexpected list
+	NIUndeliverable               // PTL_NI_UNDELIVERABLE: a system failure prevented delivery (peer gone)
+	NIDropped                     // PTL_NI_DROPPED: the message was dropped (no matching entry, no room)
+	NIPTDisabled                  // PTL_NI_PT_DISABLED: the target's portal table entry is disabled
+	NIPermViolation               // PTL_NI_PERM_VIOLATION: the target refused the initiator's uid
+	NIOpViolation                 // PTL_NI_OP_VIOLATION: the matched entry does not allow the operation
+	NINoMatch                     // PTL_NI_NO_MATCH: a search found no entry in the unexpected list
+	NISegv                        // PTL_NI_SEGV: the operation addressed memory outside a region
 	NITargetInvalid               // the target process or portal index does not exist
 )
 
@@ -118,8 +118,8 @@ const (
 const NumNIFails = int(NITargetInvalid) + 1
 
 var niFailNames = []string{
-	"PTL_NI_OK", "PTL_NI_UNDELIVERABLE", "PTL_NI_PT_DISABLED", "PTL_NI_DROPPED",
-	"PTL_NI_PERM_VIOLATION", "PTL_NI_OP_VIOLATION", "PTL_NI_SEGV", "PTL_NI_NO_MATCH",
+	"PTL_NI_OK", "PTL_NI_UNDELIVERABLE", "PTL_NI_DROPPED", "PTL_NI_PT_DISABLED",
+	"PTL_NI_PERM_VIOLATION", "PTL_NI_OP_VIOLATION", "PTL_NI_NO_MATCH", "PTL_NI_SEGV",
 	"PTL_NI_TARGET_INVALID",
 }
 

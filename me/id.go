@@ -15,9 +15,9 @@ type UID uint32
 // Wildcards of a match id and of an entry's access control.
 const (
 	// NIDAny in an entry's MatchID accepts every node (PTL_NID_ANY).
-	NIDAny NID = ^NID(0)
+	NIDAny NID = 0xffff
 	// PIDAny in an entry's MatchID accepts every process id (PTL_PID_ANY).
-	PIDAny PID = ^PID(0)
+	PIDAny PID = 0xffff
 	// RankAny in an entry's MatchID accepts every rank (PTL_RANK_ANY).
 	RankAny Rank = ^Rank(0)
 	// UIDAny as an entry's UID lets every user access the entry (PTL_UID_ANY).

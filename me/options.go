@@ -1,14 +1,15 @@
 package me
 
-// Options is the option set of a match entry (ME) or list entry (LE). The bit values are
-// goportals' own; the meaning of each is that of the Portals 4 option of the same name.
+// Options is the option set of a match entry (ME) or list entry (LE). The bit values
+// equal those of portals4.h, so options cross a C boundary unchanged; bit 0 is the C
+// API's PTL_IOVEC, which Go expresses by the entry's Iovecs field instead.
 type Options uint32
 
 // The entry options.
 const (
 	// OpPut lets put and atomic operations use the entry (PTL_ME_OP_PUT). Without it
 	// they are an operation violation.
-	OpPut Options = 1 << iota
+	OpPut Options = 1 << (iota + 1)
 	// OpGet lets get operations use the entry (PTL_ME_OP_GET). Fetching atomics and
 	// swaps need both OpPut and OpGet.
 	OpGet
@@ -72,8 +73,8 @@ const leOptions = OpPut | OpGet | UseOnce | AckDisable | UnexpectedHdrDisable | 
 // meOptions are the options valid on a match entry.
 const meOptions = leOptions | ManageLocal | NoTruncate | MayAlign
 
-// allOptions is every defined option bit.
-const allOptions = lastOption - 1
+// allOptions is every defined option bit (bit 0, the C API's PTL_IOVEC, is not one).
+const allOptions = lastOption - 2
 
 var optionNames = [...]string{
 	"OpPut", "OpGet", "UseOnce", "AckDisable", "UnexpectedHdrDisable", "IsAccessible",
@@ -92,7 +93,7 @@ func (o Options) String() string {
 	}
 	s := ""
 	for i, name := range optionNames {
-		if o&(1<<i) != 0 {
+		if o&(2<<i) != 0 {
 			if s != "" {
 				s += "|"
 			}

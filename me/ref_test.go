@@ -82,9 +82,9 @@ func refPerm(spec Entry, h Header) Outcome {
 
 func (m *refModel) optionsOK(o Options) bool {
 	if m.cfg.Matching {
-		return o&^(lastOption-1) == 0
+		return o&^allOptions == 0
 	}
-	return o&^(lastOption-1) == 0 && o&(ManageLocal|NoTruncate|MayAlign) == 0
+	return o&^allOptions == 0 && o&(ManageLocal|NoTruncate|MayAlign) == 0
 }
 
 func (m *refModel) dropHeader(k int, out []Event) []Event {

@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// Errno is a Portals return code (the PTL_* values of portals4.h). Every error the
+// Errno is a Portals return code, with the numeric values of portals4.h. Every error the
 // API returns is an *OpError whose Errno matches one of these with errors.Is.
 type Errno int
 
@@ -17,9 +17,9 @@ const (
 	EQDropped                  // PTL_EQ_DROPPED: events were dropped before the one returned
 	EQEmpty                    // PTL_EQ_EMPTY: no event in time
 	Fail                       // PTL_FAIL: the operation failed
+	Ignored                    // PTL_IGNORED: the call had no effect
 	InUse                      // PTL_IN_USE: the object is still in use
 	Interrupted                // PTL_INTERRUPTED: the wait ended because the object was freed
-	Ignored                    // PTL_IGNORED: the call had no effect
 	ListTooLong                // PTL_LIST_TOO_LONG: the list reached max_list_size
 	NoInit                     // PTL_NO_INIT: Init was not called
 	NoSpace                    // PTL_NO_SPACE: a limit was reached
@@ -30,7 +30,7 @@ const (
 )
 
 var errnoNames = [...]string{"PTL_OK", "PTL_ARG_INVALID", "PTL_CT_NONE_REACHED", "PTL_EQ_DROPPED",
-	"PTL_EQ_EMPTY", "PTL_FAIL", "PTL_IN_USE", "PTL_INTERRUPTED", "PTL_IGNORED", "PTL_LIST_TOO_LONG",
+	"PTL_EQ_EMPTY", "PTL_FAIL", "PTL_IGNORED", "PTL_IN_USE", "PTL_INTERRUPTED", "PTL_LIST_TOO_LONG",
 	"PTL_NO_INIT", "PTL_NO_SPACE", "PTL_PID_IN_USE", "PTL_PT_FULL", "PTL_PT_EQ_NEEDED", "PTL_PT_IN_USE"}
 
 // Error returns the C name of the code.

@@ -19,8 +19,8 @@ type ProcessID = me.ProcessID
 
 // Wildcards and special values.
 const (
-	NIDAny  = NID(^uint32(0))  // PTL_NID_ANY
-	PIDAny  = PID(^uint32(0))  // PTL_PID_ANY
+	NIDAny  = me.NIDAny        // PTL_NID_ANY (0xffff)
+	PIDAny  = me.PIDAny        // PTL_PID_ANY (0xffff)
 	RankAny = Rank(^uint32(0)) // PTL_RANK_ANY
 	UIDAny  = UID(^uint32(0))  // PTL_UID_ANY
 )
@@ -53,27 +53,28 @@ const (
 // PTOptions are the options of PTAlloc.
 type PTOptions uint32
 
-// PT options (PTL_PT_*).
+// PT options (PTL_PT_*), with portals4.h's values.
 const (
-	PTOnlyUseOnce PTOptions = 1 << iota
-	PTOnlyTruncate
-	PTFlowCtrl
-	PTMatchUnordered
+	PTOnlyUseOnce    PTOptions = 1 << 0 // PTL_PT_ONLY_USE_ONCE: a hint, entries are never refused for it
+	PTFlowCtrl       PTOptions = 1 << 1 // PTL_PT_FLOWCTRL
+	PTOnlyTruncate   PTOptions = 1 << 2 // PTL_PT_ONLY_TRUNCATE: a hint, entries are never refused for it
+	PTMatchUnordered PTOptions = 1 << 3 // PTL_PT_MATCH_UNORDERED
 )
 
 // MDOptions are the options of a memory descriptor (PTL_MD_*).
 type MDOptions uint32
 
-// MD options.
+// MD options, with portals4.h's values (bit 0 is the C API's PTL_IOVEC, which Go
+// expresses by the descriptor's memory instead).
 const (
-	MDEventSuccessDisable MDOptions = 1 << iota
-	MDEventCTSend
-	MDEventCTReply
-	MDEventCTAck
-	MDEventCTBytes
-	MDUnordered
-	MDEventSendDisable
-	MDVolatile
+	MDEventCTSend         MDOptions = 1 << 1  // PTL_MD_EVENT_CT_SEND
+	MDEventCTReply        MDOptions = 1 << 2  // PTL_MD_EVENT_CT_REPLY
+	MDEventCTAck          MDOptions = 1 << 3  // PTL_MD_EVENT_CT_ACK
+	MDUnordered           MDOptions = 1 << 4  // PTL_MD_UNORDERED
+	MDEventSuccessDisable MDOptions = 1 << 5  // PTL_MD_EVENT_SUCCESS_DISABLE
+	MDVolatile            MDOptions = 1 << 6  // PTL_MD_VOLATILE
+	MDEventSendDisable    MDOptions = 1 << 7  // PTL_MD_EVENT_SEND_DISABLE
+	MDEventCTBytes        MDOptions = 1 << 15 // PTL_MD_EVENT_CT_BYTES (the bit of PTL_ME_EVENT_CT_BYTES)
 )
 
 // MEOptions are the options of match and list entries (PTL_ME_* / PTL_LE_*).
