@@ -44,7 +44,7 @@ func mustAcquire(t *testing.T, c *Cache[fakeReg], mem []byte) *Region[fakeReg] {
 	return r
 }
 
-func mustRelease(t *testing.T, c *Cache[fakeReg], r *Region[fakeReg]) {
+func mustRelease[R any](t testing.TB, c *Cache[R], r *Region[R]) {
 	t.Helper()
 	if err := c.Release(r); err != nil {
 		t.Fatal(err)
@@ -304,10 +304,23 @@ func TestHitAllocatesNothing(t *testing.T) {
 	c, _, _ := newTestCache(t, Options{})
 	mem := pages(1)
 	mustRelease(t, c, mustAcquire(t, c, mem))
+	before := c.Stats()
+	var failed error
 	a := testing.AllocsPerRun(1000, func() {
-		r, _ := c.Acquire(mem)
-		c.Release(r)
+		r, err := c.Acquire(mem)
+		if err == nil {
+			err = c.Release(r)
+		}
+		if err != nil && failed == nil {
+			failed = err
+		}
 	})
+	if failed != nil {
+		t.Fatal(failed)
+	}
+	if s := c.Stats(); s.Misses != before.Misses {
+		t.Fatalf("the measured acquires missed: %+v", s)
+	}
 	if a != 0 {
 		t.Fatalf("a hit allocates %v times", a)
 	}

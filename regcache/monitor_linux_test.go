@@ -79,7 +79,7 @@ func acquireMiss[R any](t *testing.T, c *Cache[R], b []byte, old *Region[R]) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Release(r)
+	defer mustRelease(t, c, r)
 	if r == old || c.Stats().Misses != before.Misses+1 {
 		t.Fatal("acquire after the change hit the old entry")
 	}
@@ -146,7 +146,7 @@ func TestMonitorInvalidates(t *testing.T) {
 			if !r.Cached() {
 				t.Fatal("anonymous memory was not cached")
 			}
-			c.Release(r)
+			mustRelease(t, c, r)
 			after := tc.change(t, b)
 			acquireMiss(t, c, after, r)
 			if s := c.Stats(); s.Invalidations == 0 {
@@ -164,7 +164,7 @@ func TestRemapSameAddressMisses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Release(r)
+	mustRelease(t, c, r)
 	for i := 0; i < 20; i++ {
 		munmapRange(t, a, 4)
 		b = mmapAt(t, a, 4, unix.MAP_FIXED_NOREPLACE)
@@ -201,7 +201,9 @@ func TestFileBackedFallsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	f.Truncate(int64(pageSize))
+	if err := f.Truncate(int64(pageSize)); err != nil {
+		t.Fatal(err)
+	}
 	fm, err := unix.Mmap(int(f.Fd()), 0, int(pageSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +216,7 @@ func TestFileBackedFallsBack(t *testing.T) {
 	if r.Cached() {
 		t.Fatal("file-backed memory was cached without a watch")
 	}
-	c.Release(r)
+	mustRelease(t, c, r)
 	if c.Stats().Fallbacks != 1 {
 		t.Fatal("fallback not counted")
 	}
@@ -236,7 +238,10 @@ func TestNoDeadlockFreeOSMemory(t *testing.T) {
 				done <- err
 				return
 			}
-			c.Release(r)
+			if err := c.Release(r); err != nil {
+				done <- err
+				return
+			}
 			if i%4 == 0 {
 				c.Flush() // drop references so the scavenger may release the pages
 			}
@@ -289,10 +294,23 @@ func TestTwoCachesShareWatches(t *testing.T) {
 	defer c2.Close()
 	b := mmapAt(t, nil, 4, 0)
 	defer munmapRange(t, ptr(b), 4)
-	r1, _ := c1.Acquire(b)
-	c1.Release(r1)
-	r2, _ := c2.Acquire(b)
-	c2.Release(r2)
+	r1, err := c1.Acquire(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c1.Release(r1); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := c2.Acquire(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.Release(r2); err != nil {
+		t.Fatal(err)
+	}
+	if !r1.Cached() || !r2.Cached() {
+		t.Fatal("watched anonymous memory was not cached")
+	}
 	c1.Flush() // c1 lets its watch go
 	if err := unix.Madvise(b, unix.MADV_DONTNEED); err != nil {
 		t.Fatal(err)
@@ -322,21 +340,61 @@ func TestOracleCatchesMissedChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Release(r1)
+	mustRelease(t, c, r1)
+	// The kernel may hand the freed frame straight back to the next fault, which
+	// would leave nothing for the oracle to see. A pipe holding the old page (vmsplice
+	// takes a page reference) keeps that frame allocated, so the fault below must get
+	// another one.
+	release := holdPage(t, b[:pageSize])
+	defer release()
+	oracle, err := driverhooks.OpenPFNOracle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oracle.Close()
+	before, err := oracle.Snapshot(uintptr(ptr(b)), pageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := unix.Madvise(b[:pageSize], unix.MADV_DONTNEED); err != nil { // unseen by the fake
 		t.Fatal(err)
 	}
 	b[0] = 1 // fault in a new frame
+	if changed, err := oracle.Verify(uintptr(ptr(b)), before, uintptr(ptr(b)), pageSize); err != nil || changed != 1 {
+		t.Fatalf("the refault kept the held frame (changed pages %d, err %v): the test's premise failed", changed, err)
+	}
 	r2, err := c.Acquire(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Release(r2)
+	defer mustRelease(t, c, r2)
 	s := c.Stats()
 	if s.StaleHits != 1 || reported != 1 || r2 == r1 || s.Misses != 2 {
 		t.Fatalf("stale hit not caught: stats %+v reported %d same=%v", s, reported, r2 == r1)
 	}
 	if s.StaleInUse != 0 {
 		t.Fatalf("oracle drop counted as stale-in-use: %+v", s)
+	}
+}
+
+// holdPage takes a reference on the frames behind page by splicing them into a pipe,
+// so that they stay allocated (and cannot back a later fault) until release.
+func holdPage(t *testing.T, page []byte) (release func()) {
+	t.Helper()
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatalf("pipe: %v", err)
+	}
+	iov := []unix.Iovec{{Base: &page[0]}}
+	iov[0].SetLen(len(page))
+	n, err := unix.Vmsplice(p[1], iov, 0)
+	if err != nil || n != len(page) {
+		unix.Close(p[0])
+		unix.Close(p[1])
+		t.Fatalf("vmsplice: %d bytes, %v", n, err)
+	}
+	return func() {
+		unix.Close(p[0])
+		unix.Close(p[1])
 	}
 }
