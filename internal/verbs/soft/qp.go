@@ -256,7 +256,7 @@ func (q *qp) PostSend(wrs []verbs.SendWR) error {
 		// A cross-memory transfer finished inside this call: complete it now. Only
 		// reap: NAKs live in the control page, and the inbound ring is drained by
 		// progress rounds alone (under the context's progress lock).
-		q.reap(atomic.LoadUint64(q.out.tail))
+		q.reap(q.out.consumed())
 	}
 	q.updateBusy()
 	return err

@@ -113,19 +113,32 @@ func (r *ring) nak(token uint64, status uint8) {
 
 func slotsFor(payload int) uint64 { return 1 + uint64((payload+slotSize-1)/slotSize) }
 
+// consumed returns, as the producer, the consumer's position: every message below
+// it has been applied (a WRITE's payload placed, a SEND's scattered, a NAK recorded).
+// It is the only way the producer reads the tail, because it also declares that
+// edge to the race detector: consume releases before it stores the tail, and a
+// producer that completes work on the strength of the tail it read must acquire
+// after reading it, or the requester's later look at the target memory (which the
+// consumer's copy wrote) has no happens-before edge the detector can see.
+func (r *ring) consumed() uint64 {
+	t := atomic.LoadUint64(r.tail)
+	raceAcquire()
+	return t
+}
+
 // space reports whether a message with payload bytes fits now.
 func (r *ring) space(payload int) bool {
 	need := slotsFor(payload)
 	if r.head+need-r.cachedTail <= ringSlots {
 		return true
 	}
-	r.cachedTail = atomic.LoadUint64(r.tail)
+	r.cachedTail = r.consumed()
 	return r.head+need-r.cachedTail <= ringSlots
 }
 
 // drained reports whether the consumer has consumed everything produced.
 func (r *ring) drained() bool {
-	r.cachedTail = atomic.LoadUint64(r.tail)
+	r.cachedTail = r.consumed()
 	return r.cachedTail == r.head
 }
 

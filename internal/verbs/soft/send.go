@@ -55,8 +55,7 @@ func (q *qp) progressLocked() int {
 		atomic.LoadUint64(q.out.errToken()) != 0
 	var tail uint64
 	if needReap {
-		tail = atomic.LoadUint64(q.out.tail)
-		raceAcquire()
+		tail = q.out.consumed()
 	}
 	n := q.drain()
 	n += q.flushPending()
@@ -69,7 +68,7 @@ func (q *qp) progressLocked() int {
 		// The peer failed or closed. It recorded any NAK and moved its tail before
 		// it said so: complete what it answered, then fail what is outstanding. An
 		// idle queue pair stays ready, as on RC hardware, until its next send.
-		q.reap(atomic.LoadUint64(q.out.tail))
+		q.reap(q.out.consumed())
 		if q.sqHead < q.sqTail || q.rqHead < q.rqTail {
 			q.peerGone()
 			n++
@@ -116,7 +115,7 @@ func (q *qp) issue() int {
 		if q.peerDead || atomic.LoadUint32(q.in.closedWord()) != 0 {
 			// The peer recorded any NAK and its tail before it failed: report
 			// what it answered first, then fail what it never will.
-			q.reap(atomic.LoadUint64(q.out.tail))
+			q.reap(q.out.consumed())
 			if q.State() == verbs.QPReady {
 				q.failEntry(e, verbs.StatusRetryExceeded)
 			}
