@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -149,7 +148,7 @@ func TestTwoProcessPeerKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond) // let the first fragments fill the ring
-	c.cmd.Process.Signal(syscall.SIGKILL)
+	c.kill()
 	seen := map[uint64]verbs.Status{}
 	for len(seen) < 2 {
 		wc, err := waitWC(s.cq, 30*time.Second)

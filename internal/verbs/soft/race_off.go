@@ -4,3 +4,6 @@ package soft
 
 func raceRelease() {}
 func raceAcquire() {}
+
+// raceEnabled reports whether the race detector is built in.
+const raceEnabled = false

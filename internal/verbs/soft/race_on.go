@@ -15,3 +15,6 @@ var raceSync uint64
 
 func raceRelease() { runtime.RaceReleaseMerge(unsafe.Pointer(&raceSync)) }
 func raceAcquire() { runtime.RaceAcquire(unsafe.Pointer(&raceSync)) }
+
+// raceEnabled reports whether the race detector is built in.
+const raceEnabled = true

@@ -1,7 +1,6 @@
 package soft
 
 import (
-	"syscall"
 	"testing"
 	"time"
 
@@ -12,8 +11,10 @@ import (
 // without failing it; a receive posted afterwards is never flushed (hang).
 func TestRegressionRecvAfterPeerDiedIdle(t *testing.T) {
 	c, s := startChild(t)
-	c.cmd.Process.Signal(syscall.SIGKILL)
-	c.cmd.Process.Wait()
+	c.kill()
+	if err := c.waitExit(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(100 * time.Millisecond) // checkPeers ran (every 10 ms)
 	buf := make([]byte, 64)
 	m := regLocal(t, s, buf, rw)
