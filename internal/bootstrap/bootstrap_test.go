@@ -47,8 +47,8 @@ func TestOpenLone(t *testing.T) {
 		t.Fatalf("Get: %q %v", v, err)
 	}
 	v[0] = 'x' // the caller owns the copy
-	if v, _ := b.Get(ctx, 0, "k"); string(v) != "v" {
-		t.Fatalf("stored value changed through a returned slice: %q", v)
+	if v, err := b.Get(ctx, 0, "k"); err != nil || string(v) != "v" {
+		t.Fatalf("stored value changed through a returned slice: %q %v", v, err)
 	}
 	if _, err := b.Get(ctx, 1, "k"); !errors.Is(err, ErrBadRank) {
 		t.Fatalf("Get rank 1: %v", err)
@@ -105,7 +105,10 @@ func TestOpenPtlrun(t *testing.T) {
 	s := startServer(t, 1, "unix")
 	env := map[string]string{}
 	for _, kv := range s.ClientConfig(0).Env() {
-		k, v, _ := cut(kv)
+		k, v, ok := cut(kv)
+		if !ok {
+			t.Fatalf("environment entry %q has no '='", kv)
+		}
 		env[k] = v
 	}
 	b, err := openFrom(t.Context(), envMap(env))

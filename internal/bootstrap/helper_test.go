@@ -96,6 +96,19 @@ func runHelper(mode string) int {
 			fmt.Fprintf(os.Stderr, "err %d of rank %d\n", i, r)
 		}
 		fmt.Printf("tail of rank %d", r) // no newline
+	case "exit1", "panic", "race":
+		// Rank 1 misbehaves for the check of the harness; the others end cleanly.
+		if r == 1 {
+			switch mode {
+			case "exit1":
+				fmt.Fprintln(os.Stderr, "rank 1 fails on purpose")
+				return 1
+			case "panic":
+				panic("rank 1 panics on purpose")
+			case "race":
+				race()
+			}
+		}
 	case "signal":
 		fmt.Println("ready")
 		time.Sleep(time.Minute)
@@ -108,4 +121,18 @@ func runHelper(mode string) int {
 		return 13
 	}
 	return 0
+}
+
+// raced is written by two goroutines with no ordering between them.
+var raced int
+
+// race makes a data race that the race detector reports every time.
+func race() {
+	done := make(chan struct{})
+	go func() {
+		raced = 1
+		close(done)
+	}()
+	raced = 2
+	<-done
 }

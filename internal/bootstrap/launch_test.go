@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/goportals/goportals/internal/bootstrap/childtest"
 )
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.
@@ -30,6 +32,71 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// watchWriter is a syncBuffer that closes seen once its text holds want count times.
+type watchWriter struct {
+	syncBuffer
+	want  string
+	count int
+	once  sync.Once
+	seen  chan struct{}
+}
+
+func newWatchWriter(want string, count int) *watchWriter {
+	return &watchWriter{want: want, count: count, seen: make(chan struct{})}
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	n, err := w.syncBuffer.Write(p)
+	if strings.Count(w.String(), w.want) >= w.count {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return n, err
+}
+
+// jobTrouble returns why a job that should have succeeded did not: Launch failed, a
+// rank did not exit 0, or the ranks' output reports a data race, a panic or a fatal
+// runtime error. The error quotes the output.
+func jobTrouble(res *JobResult, err error, stdout, stderr string) error {
+	var why []string
+	if err != nil {
+		why = append(why, fmt.Sprintf("Launch: %v", err))
+	}
+	if res != nil {
+		for _, st := range res.Ranks {
+			if !st.Success() || st.Killed {
+				s := st.String()
+				if st.ExitCode == childtest.RaceExitCode && childtest.RaceEnabled {
+					s += " (the race detector's status)"
+				}
+				why = append(why, s)
+			}
+		}
+		if res.ExitCode != 0 || res.OutputErr != nil {
+			why = append(why, fmt.Sprintf("job exit code %d, output error %v", res.ExitCode, res.OutputErr))
+		}
+	}
+	if line := childtest.Trouble(stdout + stderr); line != "" {
+		why = append(why, fmt.Sprintf("output reports %q", line))
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fmt.Errorf("job failed: %s\nstdout:\n%s\nstderr:\n%s", strings.Join(why, "; "),
+		childtest.Quote(stdout), childtest.Quote(stderr))
+}
+
+// noTrouble fails the test if the ranks of a job that was meant to fail report a
+// data race, a panic or a fatal runtime error: their exit status alone does not
+// show that.
+func noTrouble(t *testing.T, outs ...*syncBuffer) {
+	t.Helper()
+	for _, o := range outs {
+		if line := childtest.Trouble(o.String()); line != "" {
+			t.Errorf("a rank reports %q; output:\n%s", line, childtest.Quote(o.String()))
+		}
+	}
 }
 
 // helperConfig launches n ranks of this test binary in helper mode.
@@ -54,11 +121,8 @@ func TestLaunchKV(t *testing.T) {
 			// Stale bootstrap variables in the given environment are replaced.
 			cfg.Env = append(cfg.Env, EnvRank+"=99", EnvJobKey+"=stale")
 			res, err := Launch(t.Context(), cfg)
-			if err != nil {
-				t.Fatalf("Launch: %v\nstderr:\n%s", err, errOut)
-			}
-			if res.ExitCode != 0 || res.OutputErr != nil {
-				t.Fatalf("exit %d, output error %v", res.ExitCode, res.OutputErr)
+			if err := jobTrouble(res, err, out.String(), errOut.String()); err != nil {
+				t.Fatal(err)
 			}
 			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 			sort.Strings(lines)
@@ -77,7 +141,7 @@ func TestLaunchKV(t *testing.T) {
 
 func TestLaunchRankFailureTearsDown(t *testing.T) {
 	requireLaunch(t)
-	cfg, _, errOut := helperConfig(4, "fail")
+	cfg, out, errOut := helperConfig(4, "fail")
 	res, err := Launch(t.Context(), cfg)
 	var je *JobError
 	if !errors.Is(err, ErrRankFailed) || !errors.As(err, &je) || je.Rank != 1 {
@@ -95,26 +159,28 @@ func TestLaunchRankFailureTearsDown(t *testing.T) {
 		}
 		// The others were blocked in Barrier: they saw ErrPeerLost or were killed.
 		if !(st.ExitCode == exitPeerLost || st.Signal == syscall.SIGTERM || st.Signal == syscall.SIGKILL) {
-			t.Errorf("rank %d ended %v, want ErrPeerLost exit or teardown signal", st.Rank, st)
+			t.Errorf("rank %d ended %v, want ErrPeerLost exit or teardown signal\nstderr:\n%s", st.Rank, st, errOut)
 		}
 	}
+	noTrouble(t, out, errOut)
 }
 
 func TestLaunchNamesTheRankThatLeftFirst(t *testing.T) {
 	requireLaunch(t)
 	for range 3 {
-		cfg, _, errOut := helperConfig(4, "fail-after-close")
+		cfg, out, errOut := helperConfig(4, "fail-after-close")
 		res, err := Launch(t.Context(), cfg)
 		var je *JobError
 		if !errors.As(err, &je) || je.Rank != 1 || res.ExitCode != 3 {
 			t.Fatalf("Launch: %v, exit %d; want rank 1 with status 3\nstderr:\n%s", err, res.ExitCode, errOut)
 		}
+		noTrouble(t, out, errOut)
 	}
 }
 
 func TestLaunchAbort(t *testing.T) {
 	requireLaunch(t)
-	cfg, _, errOut := helperConfig(3, "abort")
+	cfg, out, errOut := helperConfig(3, "abort")
 	res, err := Launch(t.Context(), cfg)
 	var ae *AbortError
 	if !errors.Is(err, ErrAborted) || !errors.As(err, &ae) || ae.Rank != 2 || ae.Msg != "helper gives up" {
@@ -126,70 +192,122 @@ func TestLaunchAbort(t *testing.T) {
 	if st := res.Ranks[2]; !st.Killed {
 		t.Errorf("aborting rank not torn down: %v", st)
 	}
+	for _, st := range res.Ranks[:2] {
+		// The others were blocked in Barrier: they saw ErrAborted or were killed.
+		if !(st.ExitCode == exitPeerLost || st.Signal == syscall.SIGTERM || st.Signal == syscall.SIGKILL) {
+			t.Errorf("rank %d ended %v, want ErrAborted exit or teardown signal\nstderr:\n%s", st.Rank, st, errOut)
+		}
+	}
+	noTrouble(t, out, errOut)
 }
 
 func TestLaunchTimeoutKillsHangingJob(t *testing.T) {
 	requireLaunch(t)
-	cfg, out, _ := helperConfig(2, "hang")
-	cfg.Timeout = 300 * time.Millisecond
-	cfg.Grace = 200 * time.Millisecond
-	res, err := Launch(t.Context(), cfg)
-	if !errors.Is(err, ErrTimeout) {
-		t.Fatalf("Launch: %v, want ErrTimeout", err)
+	// Rank 0 ignores SIGTERM only once it runs its helper: a timeout that strikes
+	// before both ranks said "hanging" proves nothing about the SIGKILL path, so
+	// the job runs again with a longer timeout.
+	for timeout := 300 * time.Millisecond; ; timeout *= 2 {
+		cfg, out, errOut := helperConfig(2, "hang")
+		cfg.Prefix = true
+		cfg.Timeout = timeout
+		cfg.Grace = 200 * time.Millisecond
+		res, err := Launch(t.Context(), cfg)
+		if !errors.Is(err, ErrTimeout) {
+			t.Fatalf("Launch: %v, want ErrTimeout\nstderr:\n%s", err, errOut)
+		}
+		if res.ExitCode != ExitTimeout {
+			t.Errorf("exit code %d", res.ExitCode)
+		}
+		noTrouble(t, out, errOut)
+		if !strings.Contains(out.String(), "[0] hanging\n") || !strings.Contains(out.String(), "[1] hanging\n") {
+			if timeout >= 5*time.Second {
+				t.Fatalf("the ranks did not start hanging within %v; stdout:\n%s\nstderr:\n%s", timeout, out, errOut)
+			}
+			t.Logf("the ranks were not all ready within %v; again with a longer timeout", timeout)
+			continue
+		}
+		// Rank 0 ignores SIGTERM, so SIGKILL after the grace period ends it.
+		if st := res.Ranks[0]; st.Signal != syscall.SIGKILL || !st.Killed {
+			t.Errorf("rank 0: %v, want killed by SIGKILL", st)
+		}
+		if st := res.Ranks[1]; st.Signal != syscall.SIGTERM || !st.Killed {
+			t.Errorf("rank 1: %v, want killed by SIGTERM", st)
+		}
+		return
 	}
-	if res.ExitCode != ExitTimeout {
-		t.Errorf("exit code %d", res.ExitCode)
-	}
-	// Rank 0 ignores SIGTERM, so SIGKILL after the grace period ends it.
-	if st := res.Ranks[0]; st.Signal != syscall.SIGKILL || !st.Killed {
-		t.Errorf("rank 0: %v, want killed by SIGKILL", st)
-	}
-	if st := res.Ranks[1]; st.Signal != syscall.SIGTERM || !st.Killed {
-		t.Errorf("rank 1: %v, want killed by SIGTERM", st)
-	}
-	_ = out
 }
 
 func TestLaunchContextCancel(t *testing.T) {
 	requireLaunch(t)
-	cfg, _, _ := helperConfig(2, "hang")
+	cfg, out, errOut := helperConfig(2, "hang")
 	cfg.Grace = 100 * time.Millisecond
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 	res, err := Launch(ctx, cfg)
 	if !errors.Is(err, ctx.Err()) || ctx.Err() == nil {
-		t.Fatalf("Launch: %v", err)
+		t.Fatalf("Launch: %v\nstderr:\n%s", err, errOut)
 	}
 	if res.ExitCode != 1 {
 		t.Errorf("exit code %d", res.ExitCode)
 	}
+	for _, st := range res.Ranks {
+		if !st.Killed || st.Signal == 0 {
+			t.Errorf("rank %d not torn down: %v", st.Rank, st)
+		}
+	}
+	noTrouble(t, out, errOut)
 }
 
 func TestLaunchForwardsSignals(t *testing.T) {
 	requireLaunch(t)
-	cfg, _, _ := helperConfig(2, "signal")
+	cfg, _, errOut := helperConfig(2, "signal")
+	out := newWatchWriter("ready\n", 2)
+	cfg.Stdout = out
 	sigs := make(chan os.Signal, 1)
 	cfg.Signals = sigs
 	cfg.Timeout = time.Minute
+	// Interrupt once both ranks run their helper, as a terminal's ^C would.
+	launched, notReady, stopped := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
-		time.Sleep(300 * time.Millisecond)
-		sigs <- syscall.SIGINT
+		defer close(stopped)
+		select {
+		case <-out.seen:
+			sigs <- syscall.SIGINT
+		case <-launched: // the job ended by itself
+		case <-time.After(30 * time.Second):
+			close(notReady)
+			sigs <- syscall.SIGKILL
+		}
 	}()
 	res, err := Launch(t.Context(), cfg)
+	close(launched)
+	<-stopped
+	select {
+	case <-notReady:
+		t.Fatalf("the ranks did not both get ready in 30s; stdout:\n%s\nstderr:\n%s", out, errOut)
+	default:
+	}
 	if !errors.Is(err, ErrRankFailed) {
-		t.Fatalf("Launch: %v", err)
+		t.Fatalf("Launch: %v\nstderr:\n%s", err, errOut)
 	}
 	if res.ExitCode != 128+int(syscall.SIGINT) {
 		t.Errorf("exit code %d, want %d", res.ExitCode, 128+int(syscall.SIGINT))
 	}
+	for _, st := range res.Ranks {
+		if st.Signal != syscall.SIGINT && !st.Killed {
+			t.Errorf("rank %d: %v, want killed by the forwarded SIGINT (or torn down)", st.Rank, st)
+		}
+	}
+	noTrouble(t, &out.syncBuffer, errOut)
 }
 
 func TestLaunchPrefixedOutput(t *testing.T) {
 	requireLaunch(t)
 	cfg, out, errOut := helperConfig(3, "print")
 	cfg.Prefix = true
-	if _, err := Launch(t.Context(), cfg); err != nil {
-		t.Fatalf("Launch: %v", err)
+	res, err := Launch(t.Context(), cfg)
+	if err := jobTrouble(res, err, out.String(), errOut.String()); err != nil {
+		t.Fatal(err)
 	}
 	for name, text := range map[string]string{"stdout": out.String(), "stderr": errOut.String()} {
 		if !strings.HasSuffix(text, "\n") {
@@ -225,6 +343,45 @@ func TestLaunchPrefixedOutput(t *testing.T) {
 				t.Errorf("%s: rank %d has %d lines, want %d", name, r, counts[fmt.Sprint(r)], want)
 			}
 		}
+	}
+}
+
+// The check of a job that should succeed fails it when a rank exits non-zero,
+// panics or races, and quotes the ranks' output.
+func TestJobTroubleCatchesBadRanks(t *testing.T) {
+	requireLaunch(t)
+	for _, tc := range []struct {
+		mode     string
+		want     []string // in the error
+		needRace bool
+	}{
+		{mode: "kv"},
+		{mode: "exit1", want: []string{"rank 1 (pid", "exited with status 1", "rank 1 fails on purpose"}},
+		{mode: "panic", want: []string{`output reports "panic: rank 1 panics on purpose"`, "exited with status 2"}},
+		{mode: "race", needRace: true, want: []string{`output reports "WARNING: DATA RACE"`, "exited with status 66"}},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			if tc.needRace && !childtest.RaceEnabled {
+				t.Skip("a race is reported only under the race detector (go test -race)")
+			}
+			cfg, out, errOut := helperConfig(2, tc.mode)
+			res, err := Launch(t.Context(), cfg)
+			trouble := jobTrouble(res, err, out.String(), errOut.String())
+			if tc.want == nil {
+				if trouble != nil {
+					t.Fatalf("a clean job was judged failed: %v", trouble)
+				}
+				return
+			}
+			if trouble == nil {
+				t.Fatalf("job %s passed the check: %v %+v\nstderr:\n%s", tc.mode, err, res, errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(trouble.Error(), w) {
+					t.Errorf("check's error lacks %q:\n%v", w, trouble)
+				}
+			}
+		})
 	}
 }
 

@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -42,6 +45,39 @@ func dialAll(t *testing.T, s *Server) []*Client {
 		t.Cleanup(func() { c.Close() })
 	}
 	return cs
+}
+
+// arrived returns nil once exactly the given ranks wait in the server's open
+// collective (their calls have reached it), or an error at the deadline.
+func arrived(s *Server, ranks ...int) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s.mu.Lock()
+		ok := len(s.waiting) == len(ranks)
+		for _, r := range ranks {
+			if _, in := s.waiting[r]; !in {
+				ok = false
+			}
+		}
+		got := slices.Sorted(maps.Keys(s.waiting))
+		s.mu.Unlock()
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("ranks %v not waiting in a collective after 30s (waiting: %v)", ranks, got)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waitArrived fails the test unless the given ranks come to wait in the server's
+// open collective.
+func waitArrived(t *testing.T, s *Server, ranks ...int) {
+	t.Helper()
+	if err := arrived(s, ranks...); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // eachRank runs f for every rank concurrently and returns the errors by rank.
@@ -194,14 +230,21 @@ func TestBadJobKeyRejected(t *testing.T) {
 
 func TestGarbageConnectionDropped(t *testing.T) {
 	s := startServer(t, 1, "tcp")
-	_, addr, _ := splitAddr(s.Addr())
-	conn, err := net.Dial("tcp", addr)
+	network, addr, err := splitAddr(s.Addr())
+	if err != nil || network != "tcp" {
+		t.Fatalf("server address %q: %q %v", s.Addr(), network, err)
+	}
+	conn, err := net.Dial(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	conn.Write([]byte{0xff, 0xff, 0xff, 0xff, 1, 2, 3})
-	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, err := conn.Write([]byte{0xff, 0xff, 0xff, 0xff, 1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := conn.Read(make([]byte, 16)); err == nil {
 		t.Fatal("server answered a garbage frame instead of closing")
 	}
@@ -220,8 +263,9 @@ func TestPeerLostUnblocksCollectives(t *testing.T) {
 	for r := 1; r < n; r++ {
 		go func() { errs <- cs[r].Barrier(t.Context()) }()
 	}
-	// Rank 0 dies: its connection drops without Close.
-	time.Sleep(10 * time.Millisecond)
+	// Once ranks 1 and 2 are blocked in the Barrier, rank 0 dies: its connection
+	// drops without Close.
+	waitArrived(t, s, 1, 2)
 	cs[0].conn.Close()
 	for range n - 1 {
 		if err := <-errs; !errors.Is(err, ErrPeerLost) {
@@ -253,7 +297,7 @@ func TestRankExitedWithoutConnecting(t *testing.T) {
 	defer c.Close()
 	errc := make(chan error, 1)
 	go func() { errc <- c.Fence(t.Context()) }()
-	time.Sleep(10 * time.Millisecond)
+	waitArrived(t, s, 0)
 	s.RankExited(1, false)
 	if err := <-errc; !errors.Is(err, ErrPeerLost) {
 		t.Fatalf("Fence with rank 1 dead: %v", err)
@@ -301,7 +345,7 @@ func TestAbort(t *testing.T) {
 	for r := 1; r < 3; r++ {
 		go func() { errs <- cs[r].Fence(t.Context()) }()
 	}
-	time.Sleep(10 * time.Millisecond)
+	waitArrived(t, s, 1, 2)
 	if err := cs[0].Abort(7, "bad input"); err != nil {
 		t.Fatal(err)
 	}
@@ -322,16 +366,19 @@ func TestAbort(t *testing.T) {
 func TestCollectiveMismatch(t *testing.T) {
 	s := startServer(t, 2, "tcp")
 	cs := dialAll(t, s)
+	// Rank 1 calls Barrier once rank 0 waits in a Fence: both calls fail.
 	errs := eachRank(2, func(r int) error {
 		if r == 0 {
 			return cs[r].Fence(t.Context())
 		}
-		time.Sleep(10 * time.Millisecond)
+		if err := arrived(s, 0); err != nil {
+			return fmt.Errorf("%w (so no Barrier was tried)", err)
+		}
 		return cs[r].Barrier(t.Context())
 	})
 	for r, err := range errs {
-		if !errors.Is(err, ErrProtocol) {
-			t.Errorf("rank %d: %v, want ErrProtocol", r, err)
+		if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "rank 1 called Barrier while others are in Fence") {
+			t.Errorf("rank %d: %v, want ErrProtocol for rank 1's Barrier during the Fence", r, err)
 		}
 	}
 }
@@ -342,10 +389,16 @@ func TestCancelWithdrawsArrival(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
 	go func() { errc <- cs[0].Barrier(ctx) }()
-	time.Sleep(10 * time.Millisecond)
+	waitArrived(t, s, 0) // the arrival reached the server: the cancel must withdraw it
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Barrier: %v", err)
+	}
+	s.mu.Lock()
+	left := len(s.waiting)
+	s.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("the cancelled arrival is still counted: %d waiting", left)
 	}
 	// The withdrawn arrival does not count: the next barrier needs both ranks again.
 	for r, err := range eachRank(2, func(r int) error { return cs[r].Barrier(t.Context()) }) {
@@ -374,9 +427,11 @@ func TestLauncherLost(t *testing.T) {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- c.Barrier(t.Context()) }()
-	time.Sleep(10 * time.Millisecond)
+	waitArrived(t, s, 0)
 	s.Close()
-	<-done
+	if err := <-done; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
 	if err := <-errc; !errors.Is(err, ErrLauncherLost) {
 		t.Fatalf("Barrier with the server gone: %v", err)
 	}
