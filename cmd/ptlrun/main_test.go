@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/goportals/goportals/internal/bootstrap"
+	"github.com/goportals/goportals/internal/bootstrap/childtest"
 	"go.uber.org/goleak"
 )
 
@@ -66,9 +68,39 @@ func helper(mode string) int {
 		}
 	case "wait":
 		fmt.Println("ready")
-		time.Sleep(time.Minute)
+		time.Sleep(time.Minute) // ptlrun's teardown or a forwarded signal ends it
+	case "exit1", "panic", "race":
+		// Rank 1 misbehaves, for the check of the harness.
+		if r == 1 {
+			switch mode {
+			case "exit1":
+				fmt.Fprintln(os.Stderr, "rank 1 fails on purpose")
+				return 1
+			case "panic":
+				panic("rank 1 panics on purpose")
+			case "race":
+				race()
+			}
+		}
+	default:
+		fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
+		return 2
 	}
 	return 0
+}
+
+// raced is written by two goroutines with no ordering between them.
+var raced int
+
+// race makes a data race that the race detector reports every time.
+func race() {
+	done := make(chan struct{})
+	go func() {
+		raced = 1
+		close(done)
+	}()
+	raced = 2
+	<-done
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.
@@ -124,8 +156,8 @@ func TestRunPrefixed(t *testing.T) {
 	setHelper(t, "hello")
 	var out, errOut syncBuffer
 	code := run(t.Context(), append([]string{"-np", "3", "-prefix"}, self()...), &out, &errOut, nil)
-	if code != 0 {
-		t.Fatalf("status %d, stderr:\n%s", code, errOut.String())
+	if err := childtest.Check("ptlrun -np 3 -prefix", code, 0, out.String(), errOut.String()); err != nil {
+		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	sort.Strings(lines)
@@ -144,8 +176,8 @@ func TestRunFailureStatus(t *testing.T) {
 	setHelper(t, "fail")
 	var out, errOut syncBuffer
 	code := run(t.Context(), append([]string{"-np", "3", "-unix"}, self()...), &out, &errOut, nil)
-	if code != 7 {
-		t.Fatalf("status %d, want 7; stderr:\n%s", code, errOut.String())
+	if err := childtest.Check("ptlrun of a failing rank", code, 7, out.String(), errOut.String()); err != nil {
+		t.Fatal(err)
 	}
 	if !strings.Contains(errOut.String(), "ptlrun: bootstrap: rank failed: rank 1") {
 		t.Errorf("no summary naming rank 1 in stderr:\n%s", errOut.String())
@@ -157,8 +189,42 @@ func TestRunTimeout(t *testing.T) {
 	setHelper(t, "wait")
 	var out, errOut syncBuffer
 	code := run(t.Context(), append([]string{"-np", "2", "-timeout", "200ms", "-grace", "100ms"}, self()...), &out, &errOut, nil)
-	if code != bootstrap.ExitTimeout || !strings.Contains(errOut.String(), "timeout after 200ms") {
-		t.Fatalf("status %d, stderr %q", code, errOut.String())
+	if err := childtest.Check("ptlrun -timeout 200ms", code, bootstrap.ExitTimeout, out.String(), errOut.String()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut.String(), "timeout after 200ms") {
+		t.Fatalf("no timeout summary in stderr %q", errOut.String())
+	}
+}
+
+// The checks above fail a run whose rank exits non-zero, panics or races, quoting
+// the ranks' output: ptlrun passes on the status and the output.
+func TestRunBadRanksFailTheCheck(t *testing.T) {
+	requireLinux(t)
+	for _, tc := range []struct {
+		mode     string
+		want     string
+		needRace bool
+	}{
+		{mode: "exit1", want: "rank 1 fails on purpose"},
+		{mode: "panic", want: `reports "[1] panic: rank 1 panics on purpose"`},
+		{mode: "race", want: `reports "[1] WARNING: DATA RACE"`, needRace: true},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			if tc.needRace && !childtest.RaceEnabled {
+				t.Skip("a race is reported only under the race detector (go test -race)")
+			}
+			setHelper(t, tc.mode)
+			var out, errOut syncBuffer
+			code := run(t.Context(), append([]string{"-np", "2", "-prefix"}, self()...), &out, &errOut, nil)
+			err := childtest.Check("ptlrun "+tc.mode, code, 0, out.String(), errOut.String())
+			if err == nil {
+				t.Fatalf("a run with a bad rank passed the check: status %d, stderr:\n%s", code, errOut.String())
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("check's error lacks %q:\n%v", tc.want, err)
+			}
+		})
 	}
 }
 
@@ -173,7 +239,8 @@ func buildPtlrun(t *testing.T) string {
 		}
 	}
 	bin := filepath.Join(t.TempDir(), "ptlrun")
-	cmd := exec.Command(goTool, "build", "-o", bin, ".")
+	// Under -race the launcher is built with the race detector too.
+	cmd := exec.Command(goTool, append(append([]string{"build"}, childtest.BuildFlags()...), "-o", bin, ".")...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -184,7 +251,11 @@ func TestEndToEnd(t *testing.T) {
 	requireLinux(t)
 	bin := buildPtlrun(t)
 	t.Setenv("GORACE", "atexit_sleep_ms=0")
-	runBin := func(mode string, args ...string) (string, string, int) {
+	// runBin runs ptlrun with args and the helper in mode, and fails the test
+	// unless it exits with want and its output (ptlrun's and the ranks') is free of
+	// races, panics and fatal runtime errors.
+	runBin := func(mode string, want int, args ...string) (string, string) {
+		t.Helper()
 		cmd := exec.Command(bin, append(args, self()...)...)
 		cmd.Env = append(os.Environ(), helperEnv+"="+mode)
 		var out, errOut bytes.Buffer
@@ -194,13 +265,14 @@ func TestEndToEnd(t *testing.T) {
 		if err != nil && !errors.As(err, &ee) {
 			t.Fatalf("run ptlrun: %v", err)
 		}
-		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+		what := fmt.Sprintf("ptlrun %s (helper %s)", strings.Join(args, " "), mode)
+		if err := childtest.Check(what, cmd.ProcessState.ExitCode(), want, out.String(), errOut.String()); err != nil {
+			t.Error(err)
+		}
+		return out.String(), errOut.String()
 	}
 
-	out, errOut, code := runBin("hello", "-np", "4", "-prefix")
-	if code != 0 {
-		t.Fatalf("hello: status %d, stderr:\n%s", code, errOut)
-	}
+	out, _ := runBin("hello", 0, "-np", "4", "-prefix")
 	for r := range 4 {
 		want := fmt.Sprintf("[%d] hello from %d of 4, next is r%d\n", r, r, (r+1)%4)
 		if !strings.Contains(out, want) {
@@ -208,15 +280,12 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 
-	out, _, code = runBin("hello", "-np", "2")
-	if code != 0 || !strings.Contains(out, "hello from 1 of 2, next is r0\n") || strings.Contains(out, "[1]") {
-		t.Errorf("unprefixed: status %d, output %q", code, out)
+	out, _ = runBin("hello", 0, "-np", "2")
+	if !strings.Contains(out, "hello from 1 of 2, next is r0\n") || strings.Contains(out, "[1]") {
+		t.Errorf("unprefixed: output %q", out)
 	}
 
-	_, errOut, code = runBin("fail", "-np", "3", "-prefix")
-	if code != 7 {
-		t.Errorf("fail: status %d, want 7; stderr:\n%s", code, errOut)
-	}
+	_, errOut := runBin("fail", 7, "-np", "3", "-prefix")
 	if !strings.Contains(errOut, "[1] rank 1 fails on purpose\n") || !strings.Contains(errOut, "rank 1 (pid") {
 		t.Errorf("fail: stderr lacks the prefixed line or the summary:\n%s", errOut)
 	}
@@ -227,6 +296,8 @@ func TestEndToEndForwardsSIGINT(t *testing.T) {
 	bin := buildPtlrun(t)
 	cmd := exec.Command(bin, append([]string{"-np", "2"}, self()...)...)
 	cmd.Env = append(os.Environ(), helperEnv+"=wait", "GORACE=atexit_sleep_ms=0")
+	var errOut syncBuffer
+	cmd.Stderr = &errOut
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -234,20 +305,35 @@ func TestEndToEndForwardsSIGINT(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// A run that never gets ready is killed, which ends the read below.
+	watchdog := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
+	defer watchdog.Stop()
 	// Wait until both ranks run, then interrupt ptlrun as a terminal would.
 	buf := make([]byte, 64)
 	got := ""
 	for strings.Count(got, "ready") < 2 {
 		n, err := stdout.Read(buf)
 		if err != nil {
-			t.Fatalf("reading ranks' output: %v (got %q)", err, got)
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("reading ranks' output: %v (got %q); stderr:\n%s", err, got, errOut.String())
 		}
 		got += string(buf[:n])
 	}
-	cmd.Process.Signal(syscall.SIGINT)
-	err = cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGINT) {
-		t.Fatalf("status %d (%v), want %d", code, err, 128+int(syscall.SIGINT))
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(stdout)
+	if err != nil {
+		t.Errorf("reading the rest of the output: %v", err)
+	}
+	waitErr := cmd.Wait()
+	if !watchdog.Stop() {
+		t.Fatalf("ptlrun did not end within a minute of starting; stderr:\n%s", errOut.String())
+	}
+	code := cmd.ProcessState.ExitCode()
+	if err := childtest.Check("ptlrun interrupted", code, 128+int(syscall.SIGINT), got+string(rest), errOut.String()); err != nil {
+		t.Fatalf("%v (wait: %v)", err, waitErr)
 	}
 }
 
