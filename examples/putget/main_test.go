@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/goportals/goportals/internal/bootstrap"
+	"github.com/goportals/goportals/internal/bootstrap/childtest"
 	"go.uber.org/goleak"
 )
 
@@ -28,7 +29,10 @@ func TestDemo(t *testing.T) {
 		t.Skip("no go command in PATH to build the demo with")
 	}
 	bin := filepath.Join(t.TempDir(), "putget")
-	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	// Under -race the ranks are built with the race detector too, so that a race in
+	// them is reported (and fails the test below).
+	build := append(append([]string{"build"}, childtest.BuildFlags()...), "-o", bin, ".")
+	if out, err := exec.Command(goTool, build...).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	var stdout, stderr bytes.Buffer
@@ -36,9 +40,18 @@ func TestDemo(t *testing.T) {
 	defer cancel()
 	res, err := bootstrap.Launch(ctx, bootstrap.LaunchConfig{N: 2,
 		Argv:   []string{bin, "-iters", "200", "-puts", "20", "-window", "4", "-timeout", "90s"},
+		Env:    append(os.Environ(), "GORACE=atexit_sleep_ms=0"),
 		Stdout: &stdout, Stderr: &stderr, Timeout: 100 * time.Second})
 	if err != nil {
 		t.Fatalf("demo failed: %v (result %+v)\nstdout:\n%s\nstderr:\n%s", err, res, stdout.String(), stderr.String())
+	}
+	for _, st := range res.Ranks {
+		if !st.Success() {
+			t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", st, stdout.String(), stderr.String())
+		}
+	}
+	if line := childtest.Trouble(stdout.String() + stderr.String()); line != "" {
+		t.Fatalf("a rank reports %q\nstdout:\n%s\nstderr:\n%s", line, stdout.String(), stderr.String())
 	}
 	out := stdout.String()
 	t.Logf("\n%s", out)
