@@ -12,10 +12,19 @@ import (
 // putAndAck puts 8 bytes with a full ack and returns the initiator's ACK event.
 func putAndAck(t *testing.T, init, tgt *NI, pt PTIndex, match uint64) Event {
 	t.Helper()
-	iq, _ := init.EQAlloc(16)
+	iq, err := init.EQAlloc(16)
+	if err != nil {
+		t.Fatal(err)
+	}
 	src := make([]byte, 8)
-	m, _ := init.MDBind(MDSpec{Start: src, EQ: iq, Options: MDEventSendDisable})
-	dst, _ := tgt.PhysID()
+	m, err := init.MDBind(MDSpec{Start: src, EQ: iq, Options: MDEventSendDisable})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := tgt.PhysID()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := Put(m, 0, 8, AckReqFull, dst, pt, match, 0, 0, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +34,10 @@ func putAndAck(t *testing.T, init, tgt *NI, pt PTIndex, match uint64) Event {
 func TestFlowControlDisablesPT(t *testing.T) {
 	nis := newNIs(t, 2, NIMatching|NIPhysical)
 	init, tgt := nis[0], nis[1]
-	q, _ := tgt.EQAlloc(8)
+	q, err := tgt.EQAlloc(8)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := tgt.PTAlloc(PTFlowCtrl, q, 5); err != nil {
 		t.Fatal(err)
 	}
@@ -57,18 +69,27 @@ func TestFlowControlDisablesPT(t *testing.T) {
 func TestViolations(t *testing.T) {
 	nis := newNIs(t, 2, NIMatching|NIPhysical)
 	init, tgt := nis[0], nis[1]
-	q, _ := tgt.EQAlloc(16)
-	tgt.PTAlloc(0, q, 6)
+	q, err := tgt.EQAlloc(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tgt.PTAlloc(0, q, 6); err != nil {
+		t.Fatal(err)
+	}
 	buf := make([]byte, 8)
 	// Get-only entry: a put is an operation violation.
-	tgt.MEAppend(6, MESpec{Start: buf, UID: UIDAny, Options: MEOpGet | MEEventLinkDisable,
-		MatchID: ProcessID{NID: NIDAny, PID: PIDAny}, MatchBits: 2}, PriorityList, 0)
+	if _, err := tgt.MEAppend(6, MESpec{Start: buf, UID: UIDAny, Options: MEOpGet | MEEventLinkDisable,
+		MatchID: ProcessID{NID: NIDAny, PID: PIDAny}, MatchBits: 2}, PriorityList, 0); err != nil {
+		t.Fatal(err)
+	}
 	if ack := putAndAck(t, init, tgt, 6, 2); ack.NIFail != eq.NIOpViolation {
 		t.Fatalf("put on a get-only entry: %+v", ack)
 	}
 	// Entry for another user: permission violation.
-	tgt.MEAppend(6, MESpec{Start: buf, UID: 12345, Options: MEOpPut | MEEventLinkDisable,
-		MatchID: ProcessID{NID: NIDAny, PID: PIDAny}, MatchBits: 3}, PriorityList, 0)
+	if _, err := tgt.MEAppend(6, MESpec{Start: buf, UID: 12345, Options: MEOpPut | MEEventLinkDisable,
+		MatchID: ProcessID{NID: NIDAny, PID: PIDAny}, MatchBits: 3}, PriorityList, 0); err != nil {
+		t.Fatal(err)
+	}
 	if ack := putAndAck(t, init, tgt, 6, 3); ack.NIFail != eq.NIPermViolation {
 		t.Fatalf("put to another user's entry: %+v", ack)
 	}
@@ -77,8 +98,8 @@ func TestViolations(t *testing.T) {
 		t.Fatalf("unmatched put: %+v", ack)
 	}
 	for sr, want := range map[SR]uint64{SROperationsViolations: 1, SRPermissionsViolations: 1, SRDropCount: 1} {
-		if v, _ := tgt.Status(sr); v != want {
-			t.Errorf("status register %d = %d, want %d", sr, v, want)
+		if v, err := tgt.Status(sr); err != nil || v != want {
+			t.Errorf("status register %d = %d (%v), want %d", sr, v, err, want)
 		}
 	}
 }
@@ -86,11 +107,18 @@ func TestViolations(t *testing.T) {
 func TestTruncation(t *testing.T) {
 	nis := newNIs(t, 2, NIMatching|NIPhysical)
 	init, tgt := nis[0], nis[1]
-	q, _ := tgt.EQAlloc(16)
-	tgt.PTAlloc(0, q, 7)
+	q, err := tgt.EQAlloc(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tgt.PTAlloc(0, q, 7); err != nil {
+		t.Fatal(err)
+	}
 	small := make([]byte, 4)
-	tgt.MEAppend(7, MESpec{Start: small, UID: UIDAny, Options: MEOpPut | MEEventLinkDisable,
-		MatchID: ProcessID{NID: NIDAny, PID: PIDAny}, MatchBits: 1}, PriorityList, 0)
+	if _, err := tgt.MEAppend(7, MESpec{Start: small, UID: UIDAny, Options: MEOpPut | MEEventLinkDisable,
+		MatchID: ProcessID{NID: NIDAny, PID: PIDAny}, MatchBits: 1}, PriorityList, 0); err != nil {
+		t.Fatal(err)
+	}
 	ack := putAndAck(t, init, tgt, 7, 1)
 	if ack.NIFail != eq.NIOK || ack.MLength != 4 {
 		t.Fatalf("truncated put ack %+v, want mlength 4", ack)
@@ -103,8 +131,13 @@ func TestTruncation(t *testing.T) {
 func TestNonMatchingLogicalNI(t *testing.T) {
 	nis := newNIs(t, 2, NINoMatching|NILogical)
 	init, tgt := nis[0], nis[1]
-	q, _ := tgt.EQAlloc(16)
-	tgt.PTAlloc(0, q, 1)
+	q, err := tgt.EQAlloc(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tgt.PTAlloc(0, q, 1); err != nil {
+		t.Fatal(err)
+	}
 	buf := make([]byte, 16)
 	if _, err := tgt.MEAppend(1, MESpec{Start: buf}, PriorityList, 0); err == nil {
 		t.Fatal("MEAppend on a non-matching NI succeeded")
@@ -112,9 +145,15 @@ func TestNonMatchingLogicalNI(t *testing.T) {
 	if _, err := tgt.LEAppend(1, LESpec{Start: buf, UID: UIDAny, Options: MEOpPut | MEEventLinkDisable}, PriorityList, 3); err != nil {
 		t.Fatal(err)
 	}
-	iq, _ := init.EQAlloc(16)
+	iq, err := init.EQAlloc(16)
+	if err != nil {
+		t.Fatal(err)
+	}
 	src := []byte("logical-put-16by")
-	m, _ := init.MDBind(MDSpec{Start: src, EQ: iq, Options: MDEventSendDisable})
+	m, err := init.MDBind(MDSpec{Start: src, EQ: iq, Options: MDEventSendDisable})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := Put(m, 0, 16, AckReqFull, ProcessID{Rank: 1}, 1, 0, 0, 0, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +172,9 @@ func TestArgumentErrors(t *testing.T) {
 	if _, err := ni.PTAlloc(PTFlowCtrl, nil, 0); !errors.Is(err, PTEQNeeded) {
 		t.Errorf("flow control without EQ: %v", err)
 	}
-	ni.PTAlloc(0, nil, 3)
+	if _, err := ni.PTAlloc(0, nil, 3); err != nil {
+		t.Fatalf("first alloc of index 3: %v", err)
+	}
 	if _, err := ni.PTAlloc(0, nil, 3); !errors.Is(err, PTInUse) {
 		t.Errorf("second alloc of index 3: %v", err)
 	}
@@ -141,9 +182,17 @@ func TestArgumentErrors(t *testing.T) {
 	if _, err := ni.PTAlloc(0, nil, 10000); !errors.As(err, &oe) || oe.Errno != ArgInvalid {
 		t.Errorf("index above max: %v", err)
 	}
-	m, _ := ni.MDBind(MDSpec{Start: make([]byte, 8)})
-	self, _ := ni.PhysID()
-	Put(m, 0, 8, NoAckReq, self, 3, 0, 0, 0, 0)
+	m, err := ni.MDBind(MDSpec{Start: make([]byte, 8)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := ni.PhysID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Put(m, 0, 8, NoAckReq, self, 3, 0, 0, 0, 0); err != nil {
+		t.Fatalf("put to self: %v", err)
+	}
 	if err := m.Release(); err != nil && !errors.Is(err, InUse) {
 		t.Errorf("release: %v", err)
 	}
@@ -172,19 +221,31 @@ func TestNoKeysExported(t *testing.T) {
 func TestDeadPeer(t *testing.T) {
 	nis := newNIs(t, 2, NIMatching|NIPhysical)
 	init, tgt := nis[0], nis[1]
-	dst, _ := tgt.PhysID()
+	dst, err := tgt.PhysID()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := tgt.Fini(); err != nil {
 		t.Fatal(err)
 	}
-	iq, _ := init.EQAlloc(16)
-	m, _ := init.MDBind(MDSpec{Start: make([]byte, 8), EQ: iq, Options: MDEventSendDisable})
+	iq, err := init.EQAlloc(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := init.MDBind(MDSpec{Start: make([]byte, 8), EQ: iq, Options: MDEventSendDisable})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := Put(m, 0, 8, AckReqFull, dst, 0, 0, 0, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	if ev := waitEvent(t, iq); ev.Type != eq.EventAck || ev.NIFail != eq.NIUndeliverable {
 		t.Fatalf("event %+v, want ACK with UNDELIVERABLE", ev)
 	}
-	gm, _ := init.MDBind(MDSpec{Start: make([]byte, 4096), EQ: iq})
+	gm, err := init.MDBind(MDSpec{Start: make([]byte, 4096), EQ: iq})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := Get(gm, 0, 4096, dst, 0, 0, 0, 0); err == nil {
 		if ev := waitEvent(t, iq); ev.Type != eq.EventReply || ev.NIFail != eq.NIUndeliverable {
 			t.Fatalf("get event %+v, want REPLY with UNDELIVERABLE", ev)

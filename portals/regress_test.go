@@ -1,8 +1,10 @@
 package portals
 
 import (
+	"bytes"
 	"context"
-	"sync"
+	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,40 +16,78 @@ import (
 func TestRegressionTriggeredAfterMDRelease(t *testing.T) {
 	nis := newNIs(t, 2, NIMatching|NIPhysical)
 	init, tgt := nis[0], nis[1]
-	_, tq, _ := target(t, tgt, 64)
-	iq, _ := init.EQAlloc(16)
-	trig, _ := init.CTAlloc()
-	m, _ := init.MDBind(MDSpec{Start: make([]byte, 8), EQ: iq, Options: MDEventSendDisable})
-	dst, _ := tgt.PhysID()
+	tbuf, tq, _ := target(t, tgt, 64)
+	iq, err := init.EQAlloc(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trig, err := init.CTAlloc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := make([]byte, 8)
+	fill(src, 3)
+	m, err := init.MDBind(MDSpec{Start: src, EQ: iq, Options: MDEventSendDisable})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := tgt.PhysID()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := TriggeredPut(m, 0, 8, AckReqFull, dst, 4, 0x42, 0, 0, 0, trig, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Release(); err == nil {
-		t.Errorf("MDRelease with a pending triggered put succeeded (want InUse)")
+	if err := m.Release(); !errors.Is(err, InUse) {
+		t.Errorf("MDRelease with a pending triggered put: %v, want IN_USE", err)
 	}
-	trig.Inc(CTEvent{Success: 1})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	if err := trig.Inc(CTEvent{Success: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := iq.Wait(ctx); err != nil {
+	ev, err := iq.Wait(ctx)
+	if err != nil {
 		t.Fatalf("triggered put produced no initiator event: %v", err)
 	}
-	_ = tq
+	if ev.Type != eq.EventAck || ev.NIFail != eq.NIOK || ev.MLength != 8 {
+		t.Fatalf("initiator event %+v, want ACK, NI_OK, mlength 8", ev)
+	}
+	if ev := waitEvent(t, tq); ev.Type != eq.EventPut || !bytes.Equal(tbuf[:8], src) {
+		t.Fatalf("target event %+v, data %x, want PUT of %x", ev, tbuf[:8], src)
+	}
+	if err := m.Release(); err != nil {
+		t.Errorf("MDRelease after the triggered put completed: %v", err)
+	}
 }
 
-// ni.check reads ni.dead without ni.mu while shutdown writes it under ni.mu.
+// ni.check reads ni.dead without ni.mu while shutdown writes it under ni.mu. The
+// reader runs from before Fini until it sees the NI finalized, so the two overlap.
 func TestRegressionCheckRacesFini(t *testing.T) {
 	nis := newNIs(t, 1, NIMatching|NIPhysical)
 	ni := nis[0]
-	var wg sync.WaitGroup
-	wg.Add(1)
+	started := make(chan struct{})
+	res := make(chan error, 1)
 	go func() {
-		defer wg.Done()
-		for i := 0; i < 1000; i++ {
-			ni.Status(SRDropCount)
+		deadline := time.Now().Add(20 * time.Second)
+		for i := 0; ; i++ {
+			_, err := ni.Status(SRDropCount)
+			if i == 0 {
+				close(started)
+			}
+			if err != nil || time.Now().After(deadline) {
+				res <- err
+				return
+			}
 		}
 	}()
-	ni.Fini()
-	wg.Wait()
+	<-started
+	if err := ni.Fini(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-res; !errors.Is(err, ArgInvalid) {
+		t.Fatalf("Status on a finalized NI: %v, want ARG_INVALID", err)
+	}
 }
 
 // peerFailed fails an op in the ops map; the issuing goroutine then sees
@@ -55,9 +95,18 @@ func TestRegressionCheckRacesFini(t *testing.T) {
 func TestRegressionDoubleFail(t *testing.T) {
 	nis := newNIs(t, 2, NIMatching|NIPhysical)
 	init := nis[0]
-	iq, _ := init.EQAlloc(16)
-	ct, _ := init.CTAlloc()
-	m, _ := init.MDBind(MDSpec{Start: make([]byte, 8), EQ: iq, CT: ct, Options: MDEventCTReply})
+	iq, err := init.EQAlloc(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, err := init.CTAlloc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := init.MDBind(MDSpec{Start: make([]byte, 8), EQ: iq, CT: ct, Options: MDEventCTReply})
+	if err != nil {
+		t.Fatal(err)
+	}
 	pr := init.peers[1]
 	// The interleaving of start (op registered) / peerFailed / issueOrFail.
 	init.mu.Lock()
@@ -70,18 +119,22 @@ func TestRegressionDoubleFail(t *testing.T) {
 	if err := init.issueOrFail("PtlGet", o, nil); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := ct.Get(); v.Failure != 1 {
-		t.Errorf("counter %+v after one failed get, want Failure 1", v)
+	if v, err := ct.Get(); err != nil || v.Failure != 1 || v.Success != 0 {
+		t.Errorf("counter %+v (%v) after one failed get, want Failure 1", v, err)
 	}
-	n := 0
+	var evs []Event
 	for {
-		if _, err := iq.Get(); err != nil {
+		ev, err := iq.Get()
+		if errors.Is(err, EQEmpty) {
 			break
 		}
-		n++
+		if err != nil {
+			t.Fatalf("EQ.Get: %v", err)
+		}
+		evs = append(evs, ev)
 	}
-	if n != 1 {
-		t.Errorf("%d REPLY events for one get, want 1", n)
+	if len(evs) != 1 || evs[0].Type != eq.EventReply || evs[0].NIFail != eq.NIUndeliverable {
+		t.Errorf("events %+v for one failed get, want one REPLY with UNDELIVERABLE", evs)
 	}
 }
 
@@ -90,7 +143,10 @@ func TestRegressionReplyOverrun(t *testing.T) {
 	nis := newNIs(t, 2, NIMatching|NIPhysical)
 	init := nis[0]
 	buf := make([]byte, 64)
-	m, _ := init.MDBind(MDSpec{Start: buf})
+	m, err := init.MDBind(MDSpec{Start: buf})
+	if err != nil {
+		t.Fatal(err)
+	}
 	init.mu.Lock()
 	init.nextOp++
 	o := &initOp{id: init.nextOp, kind: msgGet, md: m, length: 8, pr: init.peers[1]}
@@ -102,63 +158,109 @@ func TestRegressionReplyOverrun(t *testing.T) {
 		payload[i] = 0xee
 	}
 	init.handleAnswer(init.peers[1], &header{kind: msgReply, opid: o.id, mlength: 64}, payload)
-	if buf[8] != 0 {
-		t.Errorf("reply of a get of 8 bytes wrote byte 8 and beyond")
+	if !bytes.Equal(buf[8:], make([]byte, 56)) {
+		t.Errorf("reply of a get of 8 bytes wrote past byte 8: %x", buf)
 	}
 }
 
-// flow control with a full EQ: the message that finds the EQ full is still
-// delivered (data written, event posted) and acknowledged OK.
+// flow control with a full EQ: the message that finds the EQ full is not
+// delivered (no data written, no event of its own); the PT is disabled, the
+// target gets PT_DISABLED in the reserved slot and the initiator an ACK with
+// PT_DISABLED.
 func TestRegressionFlowCtrlEQFull(t *testing.T) {
 	nis := newNIs(t, 2, NIMatching|NIPhysical)
 	init, tgt := nis[0], nis[1]
-	q, _ := tgt.EQAlloc(1)
-	tgt.PTAlloc(PTFlowCtrl, q, 5)
+	q, err := tgt.EQAlloc(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tgt.PTAlloc(PTFlowCtrl, q, 5); err != nil {
+		t.Fatal(err)
+	}
 	buf := make([]byte, 8)
-	tgt.MEAppend(5, MESpec{Start: buf, UID: UIDAny, Options: MEOpPut | MEEventLinkDisable,
-		MatchID: ProcessID{NID: NIDAny, PID: PIDAny}, MatchBits: 1}, PriorityList, 0)
-	if a := putAndAck(t, init, tgt, 5, 1); a.NIFail != eq.NIOK {
+	if _, err := tgt.MEAppend(5, MESpec{Start: buf, UID: UIDAny, Options: MEOpPut | MEEventLinkDisable,
+		MatchID: ProcessID{NID: NIDAny, PID: PIDAny}, MatchBits: 1}, PriorityList, 0); err != nil {
+		t.Fatal(err)
+	}
+	if a := putAndAck(t, init, tgt, 5, 1); a.Type != eq.EventAck || a.NIFail != eq.NIOK {
 		t.Fatalf("first put %+v", a)
 	}
-	// EQ now full (1 of 1).
+	// EQ now full (1 of 1). The puts carry zeros: mark the buffer to see a write.
+	for i := range buf {
+		buf[i] = 0xff
+	}
 	a := putAndAck(t, init, tgt, 5, 1)
-	if a.NIFail != eq.NIPTDisabled {
-		t.Errorf("put that found the EQ full acked %v, want PT_DISABLED", a.NIFail)
+	if a.Type != eq.EventAck || a.NIFail != eq.NIPTDisabled {
+		t.Errorf("put that found the EQ full acked %v %v, want ACK with PT_DISABLED", a.Type, a.NIFail)
+	}
+	if !bytes.Equal(buf, bytes.Repeat([]byte{0xff}, 8)) {
+		t.Errorf("the put that found the EQ full wrote %x", buf)
 	}
 	var kinds []eq.EventKind
 	for {
 		ev, err := q.Get()
-		if err != nil {
+		if errors.Is(err, EQEmpty) {
 			break
+		}
+		if err != nil {
+			t.Fatalf("EQ.Get: %v", err)
 		}
 		kinds = append(kinds, ev.Type)
 	}
-	t.Logf("target events: %v", kinds)
+	if want := []eq.EventKind{eq.EventPut, eq.EventPTDisabled}; !slices.Equal(kinds, want) {
+		t.Errorf("target events %v, want %v", kinds, want)
+	}
 }
 
-// long put / long get that match a zero-length entry.
+// long put / long get that match a zero-length entry: both complete OK with
+// mlength 0, on both sides.
 func TestRegressionLongZeroMLength(t *testing.T) {
 	nis := newNIs(t, 2, NIMatching|NIPhysical)
 	init, tgt := nis[0], nis[1]
-	q, _ := tgt.EQAlloc(16)
-	tgt.PTAlloc(0, q, 5)
-	tgt.MEAppend(5, MESpec{Start: []byte{}, UID: UIDAny, Options: MEOpPut | MEOpGet | MEEventLinkDisable,
-		MatchID: ProcessID{NID: NIDAny, PID: PIDAny}, MatchBits: 1}, PriorityList, 0)
-	iq, _ := init.EQAlloc(16)
-	m, _ := init.MDBind(MDSpec{Start: make([]byte, 4096), EQ: iq})
-	dst, _ := tgt.PhysID()
+	q, err := tgt.EQAlloc(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tgt.PTAlloc(0, q, 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tgt.MEAppend(5, MESpec{Start: []byte{}, UID: UIDAny, Options: MEOpPut | MEOpGet | MEEventLinkDisable,
+		MatchID: ProcessID{NID: NIDAny, PID: PIDAny}, MatchBits: 1}, PriorityList, 0); err != nil {
+		t.Fatal(err)
+	}
+	iq, err := init.EQAlloc(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := init.MDBind(MDSpec{Start: make([]byte, 4096), EQ: iq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := tgt.PhysID()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := Put(m, 0, 4096, AckReqFull, dst, 5, 1, 0, 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 2; i++ {
-		ev := waitEvent(t, iq)
-		t.Logf("put: %v fail %v mlen %d", ev.Type, ev.NIFail, ev.MLength)
+	if ev := waitEvent(t, iq); ev.Type != eq.EventSend || ev.NIFail != eq.NIOK {
+		t.Errorf("put: first event %v %v, want SEND OK", ev.Type, ev.NIFail)
+	}
+	if ev := waitEvent(t, iq); ev.Type != eq.EventAck || ev.NIFail != eq.NIOK || ev.MLength != 0 {
+		t.Errorf("put: second event %v %v mlength %d, want ACK OK mlength 0", ev.Type, ev.NIFail, ev.MLength)
+	}
+	if ev := waitEvent(t, q); ev.Type != eq.EventPut || ev.NIFail != eq.NIOK || ev.RLength != 4096 || ev.MLength != 0 {
+		t.Errorf("target put event %v %v rlength %d mlength %d", ev.Type, ev.NIFail, ev.RLength, ev.MLength)
 	}
 	if err := Get(m, 0, 4096, dst, 5, 1, 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	ev := waitEvent(t, iq)
-	t.Logf("get: %v fail %v mlen %d", ev.Type, ev.NIFail, ev.MLength)
+	if ev := waitEvent(t, iq); ev.Type != eq.EventReply || ev.NIFail != eq.NIOK || ev.MLength != 0 {
+		t.Errorf("get: event %v %v mlength %d, want REPLY OK mlength 0", ev.Type, ev.NIFail, ev.MLength)
+	}
+	if ev := waitEvent(t, q); ev.Type != eq.EventGet || ev.NIFail != eq.NIOK || ev.RLength != 4096 || ev.MLength != 0 {
+		t.Errorf("target get event %v %v rlength %d mlength %d", ev.Type, ev.NIFail, ev.RLength, ev.MLength)
+	}
 	if err := m.Release(); err != nil {
 		t.Errorf("release: %v", err)
 	}
