@@ -58,19 +58,36 @@ func TestRegressionNakStatusLost(t *testing.T) {
 	p := verbstest.NewPair(t, softEnv)
 	src := p.A.Reg(t, 64, rwx, 1)
 	tgt := p.B.Reg(t, 64, rwx, 0)
+	// No progress round of A's may reap the NAK before the second post: hold A's
+	// progress lock (its goroutine and polls skip their rounds meanwhile).
+	actx := p.A.Ctx.(*Context)
+	actx.progMu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			actx.progMu.Unlock()
+		}
+	}()
 	p.A.PostSend(t, verbs.SendWR{ID: 1, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
 		SG: []verbs.SGE{src.SGE(0, 8)}, RemoteAddr: tgt.Addr(0), RKey: tgt.MR.RKey() ^ 0x5a5a000})
 	// Let B refuse it (B's progress goroutine or a Poll on B).
-	for i := 0; p.B.QP.State() != verbs.QPError; i++ {
+	waitFor(t, "B refusing the WRITE", 10*time.Second, func() bool {
 		var wc [1]verbs.WorkCompletion
-		p.B.CQ.Poll(wc[:])
-		if i > 1e7 {
-			t.Fatal("B never refused")
+		if _, err := p.B.CQ.Poll(wc[:]); err != nil {
+			t.Fatal(err)
 		}
+		return p.B.QP.State() == verbs.QPError
+	})
+	if st := p.A.QP.State(); st != verbs.QPReady {
+		t.Fatalf("A is %v before the second post: the NAK was reaped, the scenario did not happen", st)
 	}
-	_ = p.A.QP.PostSend([]verbs.SendWR{{ID: 2, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
-		SG: []verbs.SGE{src.SGE(0, 8)}, RemoteAddr: tgt.Addr(0), RKey: tgt.MR.RKey()}})
-	wcs, err := waitN(t, p.A, 2, 2*time.Second)
+	if err := p.A.QP.PostSend([]verbs.SendWR{{ID: 2, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
+		SG: []verbs.SGE{src.SGE(0, 8)}, RemoteAddr: tgt.Addr(0), RKey: tgt.MR.RKey()}}); err != nil {
+		t.Fatal(err)
+	}
+	actx.progMu.Unlock()
+	locked = false
+	wcs, err := waitN(t, p.A, 2, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,11 +106,22 @@ func TestRegressionPeerClosedWithStuckInbound(t *testing.T) {
 	asrc := p.A.Reg(t, 64, rwx, 4)
 	p.B.PostSend(t, verbs.SendWR{ID: 1, Opcode: verbs.OpSend, SG: []verbs.SGE{bsrc.SGE(0, 8)}})
 	p.A.PostSend(t, verbs.SendWR{ID: 2, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SG: []verbs.SGE{asrc.SGE(0, 8)}})
-	time.Sleep(10 * time.Millisecond)
+	// Both SENDs are in the rings (PostSend pushed them). One progress round on each
+	// side after that has looked at the peer's SEND and left it for want of a receive.
+	p.A.Ctx.(*Context).round()
+	p.B.Ctx.(*Context).round()
+	a, b := p.A.QP.(*qp), p.B.QP.(*qp)
+	if !a.inboundWaiting() || !b.inboundWaiting() {
+		t.Fatalf("a SEND was consumed without a receive (A's inbound waiting %v, B's %v)",
+			a.inboundWaiting(), b.inboundWaiting())
+	}
+	if n, _, _, _ := a.outstanding(); n != 1 || p.A.QP.State() != verbs.QPReady {
+		t.Fatalf("before B closes: A has %d sends outstanding, state %v; want 1, ready", n, p.A.QP.State())
+	}
 	if err := p.B.QP.Close(); err != nil {
 		t.Fatal(err)
 	}
-	wcs, err := waitN(t, p.A, 1, 3*time.Second)
+	wcs, err := waitN(t, p.A, 1, 10*time.Second)
 	if err != nil {
 		t.Fatalf("A's SEND never completed after B closed its queue pair: %v %v", err, wcs)
 	}

@@ -15,7 +15,11 @@ func TestRegressionRecvAfterPeerDiedIdle(t *testing.T) {
 	if err := c.waitExit(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // checkPeers ran (every 10 ms)
+	q := s.qp.(*qp)
+	waitFor(t, "checkPeers noticing the peer died", 10*time.Second, q.peerMarkedDead)
+	if st := q.State(); st != verbs.QPReady {
+		t.Fatalf("the idle queue pair is %v once its peer is known dead; the scenario wants it still ready", st)
+	}
 	buf := make([]byte, 64)
 	m := regLocal(t, s, buf, rw)
 	if err := s.qp.PostRecv([]verbs.RecvWR{{ID: 9, SG: sge(m, 64)}}); err != nil {
