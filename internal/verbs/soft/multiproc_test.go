@@ -20,7 +20,11 @@ func regLocal(t testing.TB, s *side, b []byte, a verbs.Access) verbs.MR {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.Dereg() })
+	t.Cleanup(func() {
+		if err := m.Dereg(); err != nil {
+			t.Errorf("deregister: %v", err)
+		}
+	})
 	return m
 }
 
@@ -147,7 +151,12 @@ func TestTwoProcessPeerKilled(t *testing.T) {
 	if err := s.qp.PostSend([]verbs.SendWR{{ID: 8, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SG: sge(lm, size)}}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond) // let the first fragments fill the ring
+	// PostSend issued the first fragments until the ring filled; the rest waits for
+	// the child, which has no receive posted.
+	if n, st, off, total := s.qp.(*qp).outstanding(); n != 1 || st != esIssuing || off == 0 || off >= total {
+		t.Fatalf("before the kill: %d sends outstanding, the SEND in state %d with %d of %d bytes issued; "+
+			"want it partly issued (state %d)", n, st, off, total, esIssuing)
+	}
 	c.kill()
 	seen := map[uint64]verbs.Status{}
 	for len(seen) < 2 {
@@ -177,12 +186,13 @@ func BenchmarkSendLatency8B(b *testing.B) {
 	recv := []verbs.RecvWR{{SG: []verbs.SGE{{Addr: m.Addr(), Length: 8, LKey: m.LKey()}}}}
 	send := []verbs.SendWR{{Opcode: verbs.OpSend, Flags: verbs.SendInline, SG: []verbs.SGE{{Addr: m.Addr() + 32, Length: 8}}}}
 	for i := 0; i < 64; i++ {
-		s.qp.PostRecv(recv)
+		if err := s.qp.PostRecv(recv); err != nil {
+			b.Fatal(err)
+		}
 	}
 	warm := 1000
-	fmt.Fprintf(c.in, "echo %d\n", b.N+warm)
-	if c.line() != "ready" {
-		b.Fatal("child not ready")
+	if l := c.do("echo %d", b.N+warm); len(l) != 1 || l[0] != "ready" {
+		b.Fatalf("child not ready: %q", l)
 	}
 	var wc [8]verbs.WorkCompletion
 	// Receives are pre-posted and replenished after the next send leaves, so the
@@ -194,13 +204,19 @@ func BenchmarkSendLatency8B(b *testing.B) {
 				b.Fatal(err)
 			}
 			for ; repost > 0; repost-- {
-				s.qp.PostRecv(recv)
+				if err := s.qp.PostRecv(recv); err != nil {
+					b.Fatal(err)
+				}
 			}
-			for got := false; !got; {
-				k, _ := s.cq.Poll(wc[:])
+			var deadline time.Time
+			for got, spin := false, 1; !got; spin++ {
+				k, err := s.cq.Poll(wc[:])
+				if err != nil {
+					b.Fatalf("poll, message %d: %v", i, err)
+				}
 				for _, w := range wc[:k] {
 					if w.Status != verbs.StatusSuccess {
-						b.Fatal(w.Status)
+						b.Fatalf("message %d: completion %+v: %v", i, w, w.Status)
 					}
 					if w.Opcode == verbs.WCRecv {
 						got = true
@@ -208,6 +224,13 @@ func BenchmarkSendLatency8B(b *testing.B) {
 					}
 				}
 				if k == 0 {
+					if spin%4096 == 0 { // the clock only now and then: this is the latency path
+						if deadline.IsZero() {
+							deadline = time.Now().Add(30 * time.Second)
+						} else if time.Now().After(deadline) {
+							b.Fatalf("message %d: no reply within 30 s", i)
+						}
+					}
 					cpuPause()
 				}
 			}
@@ -219,8 +242,8 @@ func BenchmarkSendLatency8B(b *testing.B) {
 	pingPong(b.N)
 	b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N)/2, "ns/op")
 	b.StopTimer()
-	if c.line() != "done" {
-		b.Fatal("child did not finish")
+	if l := c.line(); l != "done" {
+		b.Fatalf("child did not finish: %q", l)
 	}
 }
 
@@ -252,20 +275,33 @@ func benchTransfer(b *testing.B, op verbs.Opcode, size int) {
 	b.SetBytes(int64(size))
 	b.ResetTimer()
 	posted, done := 0, 0
-	for done < b.N {
+	var deadline time.Time
+	for spin := 1; done < b.N; spin++ {
 		for posted < b.N && posted-done < window {
 			if err := s.qp.PostSend(wr); err != nil {
 				b.Fatal(err)
 			}
 			posted++
 		}
-		k, _ := s.cq.Poll(wc[:])
+		k, err := s.cq.Poll(wc[:])
+		if err != nil {
+			b.Fatal(err)
+		}
 		for _, w := range wc[:k] {
 			if w.Status != verbs.StatusSuccess {
-				b.Fatal(w.Status)
+				b.Fatalf("completion %+v: %v", w, w.Status)
 			}
 		}
 		done += k
+		if k > 0 {
+			deadline, spin = time.Time{}, 0
+		} else if spin%4096 == 0 {
+			if deadline.IsZero() {
+				deadline = time.Now().Add(30 * time.Second)
+			} else if time.Now().After(deadline) {
+				b.Fatalf("no completion within 30 s (%d of %d done)", done, b.N)
+			}
+		}
 	}
 }
 
