@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/goportals/goportals/internal/verbs"
 	"github.com/goportals/goportals/internal/verbs/verbstest"
@@ -24,10 +25,13 @@ func TestRegressionCorruptLength(t *testing.T) {
 	binary.LittleEndian.PutUint32(h[hLen:], 0xffffffff)
 	atomic.StoreUint64(r.seqWord(pos), pos+1)
 	a.mu.Unlock()
-	var wc [1]verbs.WorkCompletion
-	for p.B.QP.State() == verbs.QPReady {
-		p.B.CQ.Poll(wc[:])
-	}
+	waitFor(t, "B refusing the corrupt header", 10*time.Second, func() bool {
+		var wc [1]verbs.WorkCompletion
+		if _, err := p.B.CQ.Poll(wc[:]); err != nil {
+			t.Fatal(err)
+		}
+		return p.B.QP.State() != verbs.QPReady
+	})
 	if got := atomic.LoadUint64(r.tail); got != pos+1 {
 		t.Fatalf("B moved its tail to %d after refusing one corrupt header at %d, want %d", got, pos, pos+1)
 	}
@@ -41,7 +45,10 @@ func TestRegressionCloseVsRegMR(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pd, _ := c.AllocPD()
+		pd, err := c.AllocPD()
+		if err != nil {
+			t.Fatal(err)
+		}
 		buf := make([]byte, 4096)
 		var wg sync.WaitGroup
 		wg.Add(1)
@@ -57,7 +64,9 @@ func TestRegressionCloseVsRegMR(t *testing.T) {
 			}
 		}()
 		runtime.Gosched()
-		c.Close()
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
 		wg.Wait()
 	}
 }

@@ -26,18 +26,19 @@ func TestRegressionZeroLengthWriteImm(t *testing.T) {
 
 // RegMR on a deallocated PD and CreateQP on a destroyed CQ succeed.
 func TestRegressionDeadParents(t *testing.T) {
-	c, _ := Open()
-	defer c.Close()
-	pd, _ := c.AllocPD()
-	pd2, _ := c.AllocPD()
+	c := openCtx(t)
+	pd := allocPD(t, c)
+	pd2 := allocPD(t, c)
 	if err := pd.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if m, err := pd.RegMR(make([]byte, 64), verbs.AccessLocalWrite); err == nil {
 		t.Errorf("RegMR on a closed PD succeeded (key %#x)", m.LKey())
 	}
-	cq, _ := c.CreateCQ(16)
-	cq.Close()
+	cq := createCQ(t, c)
+	if err := cq.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := pd2.CreateQP(verbs.QPAttr{SendCQ: cq, RecvCQ: cq}); err == nil {
 		t.Errorf("CreateQP on a destroyed CQ succeeded")
 	}
@@ -47,36 +48,78 @@ func TestRegressionDeadParents(t *testing.T) {
 // created (its memfd reuses the fd number), Connect to the stale address attaches to
 // the new QP's ring.
 func TestRegressionStaleAddress(t *testing.T) {
-	a, _ := Open()
-	defer a.Close()
-	b, _ := Open()
-	defer b.Close()
-	pa, _ := a.AllocPD()
-	pb, _ := b.AllocPD()
-	cqa, _ := a.CreateCQ(16)
-	cqb, _ := b.CreateCQ(16)
-	x, _ := pb.CreateQP(verbs.QPAttr{SendCQ: cqb, RecvCQ: cqb})
+	a, b := openCtx(t), openCtx(t)
+	pa, pb := allocPD(t, a), allocPD(t, b)
+	cqa, cqb := createCQ(t, a), createCQ(t, b)
+	x := createQP(t, pb, cqb)
 	stale := x.Address()
-	x.Close()
-	y, _ := pb.CreateQP(verbs.QPAttr{SendCQ: cqb, RecvCQ: cqb})
-	q, _ := pa.CreateQP(verbs.QPAttr{SendCQ: cqa, RecvCQ: cqa})
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	y := createQP(t, pb, cqb)
+	q := createQP(t, pa, cqa)
 	if err := q.Connect(stale); err == nil {
 		t.Errorf("Connect to a destroyed QP's address succeeded (qpn %d, now QP %d holds that ring)",
 			decodeQPN(stale), y.Num())
 	}
 }
 
-func decodeQPN(b verbs.Address) uint32 { a, _ := decodeAddress(b); return a.qpn }
+func decodeQPN(b verbs.Address) uint32 {
+	a, ok := decodeAddress(b)
+	if !ok {
+		return 0
+	}
+	return a.qpn
+}
 
-// TestKeysNeverRepeat registers and deregisters one slot many times: no key comes
-// back (the generation walks a full cycle before the slot retires).
-func TestKeysNeverRepeat(t *testing.T) {
+// Setup helpers that fail the test on an error; the context closes when it ends.
+
+func openCtx(t *testing.T) *Context {
+	t.Helper()
 	c, err := Open()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	pd, _ := c.AllocPD()
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("close context: %v", err)
+		}
+	})
+	return c
+}
+
+func allocPD(t *testing.T, c *Context) verbs.PD {
+	t.Helper()
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pd
+}
+
+func createCQ(t *testing.T, c *Context) verbs.CQ {
+	t.Helper()
+	cq, err := c.CreateCQ(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cq
+}
+
+func createQP(t *testing.T, pd verbs.PD, cq verbs.CQ) verbs.QP {
+	t.Helper()
+	qp, err := pd.CreateQP(verbs.QPAttr{SendCQ: cq, RecvCQ: cq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return qp
+}
+
+// TestKeysNeverRepeat registers and deregisters one slot many times: no key comes
+// back (the generation walks a full cycle before the slot retires).
+func TestKeysNeverRepeat(t *testing.T) {
+	c := openCtx(t)
+	pd := allocPD(t, c)
 	buf := make([]byte, 64)
 	seen := map[uint32]bool{}
 	for i := 0; i < 20000; i++ {

@@ -18,7 +18,11 @@ func TestRegressionSharedTableTrusted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mr.Dereg()
+	defer func() {
+		if err := mr.Dereg(); err != nil {
+			t.Errorf("deregister: %v", err)
+		}
+	}()
 	src := p.A.Reg(t, 256, rwx, 9)
 	// A (the peer) corrupts B's table entry through its own mapping of B's segment.
 	view := p.A.QP.(*qp).peer.view
