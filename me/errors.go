@@ -21,6 +21,9 @@ var (
 	// ErrInUse: the entry cannot be unlinked because unexpected headers still refer to the
 	// data it holds (PTL_IN_USE).
 	ErrInUse = errors.New("me: entry in use by unexpected headers")
+	// ErrBusy: an Append or Search would claim an unexpected header whose data is still
+	// arriving (see Table.SetBusy); retry once the engine has completed the transfer.
+	ErrBusy = errors.New("me: unexpected header still receiving its data")
 	// ErrNoSpace: the table holds MaxEntries entries already (PTL_NO_SPACE).
 	ErrNoSpace = errors.New("me: no space for another entry")
 	// ErrListTooLong: the list holds MaxListSize entries already (PTL_LIST_TOO_LONG).

@@ -108,7 +108,8 @@ func (f Fail) String() string {
 
 // Event is one event a me operation asks the engine to produce. Every state change that
 // the engine may need to act on is reported, including events the entry's options
-// suppress: Post says whether a full event goes to the portal table's event queue, CT
+// suppress: Post says whether a full event goes to the portal table's event queue
+// (PostFail: whether it goes there when the engine reports the operation failed), CT
 // says whether the entry's counting event (if it has one) is incremented, and by CTInc.
 //
 // Field meaning by kind:
@@ -128,6 +129,7 @@ type Event struct {
 	Fail        Fail
 	List        List
 	Post        bool // post a full event to the portal table's event queue
+	PostFail    bool // post it anyway if the operation fails (success events disabled)
 	CT          bool // increment the entry's counting event (success) by CTInc
 	Handle      Handle
 	UserPtr     uint64

@@ -67,8 +67,10 @@ type MatchResult struct {
 	AckDisabled bool
 	// Unlinked is set when this match auto-unlinked the entry (use-once or min_free).
 	Unlinked bool
-	// HeaderKept is set when the message was recorded as an unexpected header.
+	// HeaderKept is set when the message was recorded as an unexpected header;
+	// Unexpected then names that header (see Table.SetBusy).
 	HeaderKept bool
+	Unexpected UnexpectedID
 }
 
 // accepts reports whether an entry with criteria c and local offset accepts the message
@@ -215,6 +217,7 @@ func (t *Table) Match(h *Header, out []Event) (MatchResult, []Event) {
 	ev.Kind = commEvent(h.Op)
 	ev.List = l
 	ev.Post = opts&(EventCommDisable|EventSuccessDisable) == 0
+	ev.PostFail = opts&EventCommDisable == 0
 	ev.Handle, ev.DataHandle = res.Handle, res.Handle
 	ev.UserPtr, ev.DataUserPtr = res.UserPtr, res.UserPtr
 	ev.LocalOffset = off
@@ -224,7 +227,7 @@ func (t *Table) Match(h *Header, out []Event) (MatchResult, []Event) {
 		ev.CT, ev.CTInc = true, ctAmount(opts, mlen)
 	}
 	if keep {
-		t.addUnexpected(h, i, off, mlen)
+		res.Unexpected = t.addUnexpected(h, i, off, mlen)
 		res.HeaderKept = true
 	}
 	if unlink {

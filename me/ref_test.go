@@ -252,8 +252,9 @@ func (m *refModel) match(h Header) (MatchResult, []Event) {
 			Handle: Handle(e.id), UserPtr: e.id})
 	}
 	ev := Event{Kind: refCommKind(h.Op), List: e.list,
-		Post:   o&EventCommDisable == 0 && o&EventSuccessDisable == 0,
-		Handle: Handle(e.id), UserPtr: e.id, DataHandle: Handle(e.id), DataUserPtr: e.id,
+		Post:     o&EventCommDisable == 0 && o&EventSuccessDisable == 0,
+		PostFail: o&EventCommDisable == 0,
+		Handle:   Handle(e.id), UserPtr: e.id, DataHandle: Handle(e.id), DataUserPtr: e.id,
 		LocalOffset: off, MLength: mlen, Header: h}
 	if o&EventCTComm != 0 {
 		ev.CT, ev.CTInc = true, 1
@@ -294,11 +295,8 @@ func (m *refModel) search(spec Entry, op SearchOp) ([]Event, error) {
 	found := false
 	for k := 0; k < len(m.ux); {
 		r := m.ux[k]
-		ok := m.matches(spec, 0, r.hdr)
-		if ok && op == SearchDelete {
-			ok = refPerm(spec, r.hdr) == OutcomeMatched
-		}
-		if !ok {
+		// No permission check against unexpected headers, for either operation.
+		if !m.matches(spec, 0, r.hdr) {
 			k++
 			continue
 		}

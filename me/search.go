@@ -25,9 +25,9 @@ func (s SearchOp) String() string {
 
 // Search looks through the unexpected headers, in arrival order, with entry e, which is
 // never linked (PtlMESearch / PtlLESearch). A header qualifies by the same criteria an
-// Append to the priority list applies; SearchDelete also requires the permissions (uid
-// and operation) to pass, as the reference implementation does. A use-once entry stops at
-// the first qualifying header; a persistent entry takes every one.
+// Append to the priority list applies, for both operations: permissions are not checked
+// against unexpected headers, as in the reference implementation. A use-once entry stops
+// at the first qualifying header; a persistent entry takes every one.
 //
 // Events appended to out:
 //   - SearchOnly: one SEARCH event (FailNone) per qualifying header, posted unless
@@ -39,8 +39,8 @@ func (s SearchOp) String() string {
 //     EventCommDisable.
 //
 // A search never counts on a counting event (CT is false: the searching entry has none)
-// and its events carry a zero Handle. Errors: ErrInvalidSearchOp, ErrInvalidOption; on
-// error nothing changes.
+// and its events carry a zero Handle. Errors: ErrInvalidSearchOp, ErrInvalidOption,
+// ErrBusy (a qualifying header is still receiving its data); on error nothing changes.
 func (t *Table) Search(e Entry, op SearchOp, out []Event) ([]Event, error) {
 	if op > SearchDelete {
 		return out, fmt.Errorf("%w: %d", ErrInvalidSearchOp, op)
@@ -49,11 +49,14 @@ func (t *Table) Search(e Entry, op SearchOp, out []Event) ([]Event, error) {
 		return out, err
 	}
 	c := criteriaOf(&e)
+	if t.claimsBusy(&c, e.Options&UseOnce != 0) {
+		return out, ErrBusy
+	}
 	found := false
 	for j := t.ux.head; j != nilIdx; {
 		r := &t.ux.r[j]
 		next := r.next
-		if t.claims(&c, r) && (op == SearchOnly || permitted(e.UID, e.Options, &r.hdr) == OutcomeMatched) {
+		if t.claims(&c, r) {
 			found = true
 			if op == SearchOnly {
 				ev := t.overflowEventFor(EventSearch, j, &e, 0)

@@ -103,8 +103,9 @@ func (t *Table) checkEntry(e *Entry) error {
 // follows. Claiming the last header of an auto-unlinked overflow entry frees that entry
 // (AUTO_FREE). Appending to the overflow list searches nothing.
 //
-// Errors: ErrInvalidList, ErrInvalidOption, ErrListTooLong, ErrNoSpace. On error the
-// table is unchanged and out is returned as given.
+// Errors: ErrInvalidList, ErrInvalidOption, ErrListTooLong, ErrNoSpace, ErrBusy (a
+// header it would claim is still receiving its data). On error the table is unchanged
+// and out is returned as given.
 func (t *Table) Append(e Entry, l List, out []Event) (Handle, []Event, error) {
 	if l > ListOverflow {
 		return 0, out, fmt.Errorf("%w: %d", ErrInvalidList, l)
@@ -117,6 +118,11 @@ func (t *Table) Append(e Entry, l List, out []Event) (Handle, []Event, error) {
 	}
 	if t.ar.live >= t.cfg.MaxEntries {
 		return 0, out, fmt.Errorf("%w: table holds %d entries", ErrNoSpace, t.ar.live)
+	}
+	if l == ListPriority {
+		if c := criteriaOf(&e); t.claimsBusy(&c, e.Options&UseOnce != 0) {
+			return 0, out, ErrBusy
+		}
 	}
 	i := t.ar.alloc()
 	n := &t.ar.e[i]

@@ -9,6 +9,37 @@ type uhdr struct {
 	mlength uint64
 	prev    int32
 	next    int32
+	busy    bool // the data is still moving into the overflow entry
+}
+
+// UnexpectedID names one unexpected header while it is held (see Table.SetBusy).
+type UnexpectedID int32
+
+// SetBusy marks the unexpected header id as still receiving its data (busy true), or
+// as complete. While a header is busy, Append and Search that would claim it fail with
+// ErrBusy and change nothing, so no one is told where the data is before it has
+// arrived; a busy header cannot be removed, so id stays valid until SetBusy(id, false).
+func (t *Table) SetBusy(id UnexpectedID, busy bool) {
+	if int(id) >= 0 && int(id) < len(t.ux.r) {
+		t.ux.r[id].busy = busy
+	}
+}
+
+// claimsBusy reports whether an entry with criteria c would claim a busy header: the
+// same walk Append and Search make, a use-once entry stopping at its first claim.
+func (t *Table) claimsBusy(c *criteria, useOnce bool) bool {
+	for j := t.ux.head; j != nilIdx; j = t.ux.r[j].next {
+		r := &t.ux.r[j]
+		if t.claims(c, r) {
+			if r.busy {
+				return true
+			}
+			if useOnce {
+				return false
+			}
+		}
+	}
+	return false
 }
 
 // unexpectedList keeps unexpected headers in arrival order in a slot arena with a free
@@ -34,7 +65,7 @@ type UnexpectedHeader struct {
 }
 
 // addUnexpected records h as delivered to overflow entry i at offset for mlength bytes.
-func (t *Table) addUnexpected(h *Header, i int32, offset, mlength uint64) {
+func (t *Table) addUnexpected(h *Header, i int32, offset, mlength uint64) UnexpectedID {
 	u := &t.ux
 	var j int32
 	if n := len(u.free); n > 0 {
@@ -54,6 +85,7 @@ func (t *Table) addUnexpected(h *Header, i int32, offset, mlength uint64) {
 	u.tail = j
 	u.n++
 	t.ar.e[i].pending++
+	return UnexpectedID(j)
 }
 
 // removeUnexpected drops header j. When it was the last header referring to an

@@ -3,6 +3,7 @@ package portals
 import (
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/goportals/goportals/eq"
 	"github.com/goportals/goportals/md"
@@ -37,11 +38,12 @@ type LESpec struct {
 
 // entry is the engine state of an ME or LE: its memory and counting event.
 type entry struct {
-	h       me.Handle
-	mem     md.Memory
-	ct      *CT
-	userPtr uint64
-	pinned  *md.Pinned
+	h        me.Handle
+	mem      md.Memory
+	ct       *CT
+	userPtr  uint64
+	pinned   *md.Pinned
+	inflight int // operations moving data into or out of the entry
 }
 
 func (e *entry) release() {
@@ -116,20 +118,23 @@ func (ni *NI) appendEntry(op string, idx PTIndex, ent me.Entry, start []byte, io
 	if t == nil {
 		return nil, opErr(op, ArgInvalid, fmt.Errorf("portal index %d not allocated", idx))
 	}
-	if t.opts&PTOnlyUseOnce != 0 && ent.Options&me.UseOnce == 0 {
-		return nil, opErr(op, ArgInvalid, fmt.Errorf("portal table entry takes only use-once entries"))
-	}
-	if t.opts&PTOnlyTruncate != 0 && ent.Options&me.NoTruncate != 0 {
-		return nil, opErr(op, ArgInvalid, fmt.Errorf("portal table entry takes only truncating entries"))
+	// PTOnlyUseOnce and PTOnlyTruncate are hints: entries are never refused for them.
+	if ni.entryCount() >= ni.limits.MaxEntries {
+		return nil, opErr(op, NoSpace, fmt.Errorf("the NI holds max_entries (%d) entries", ni.limits.MaxEntries))
 	}
 	e := &entry{mem: mem, ct: ct, userPtr: ent.UserPtr}
-	h, evs, err := t.table.Append(ent, list, ni.evbuf[:0])
+	var h me.Handle
+	var evs []me.Event
+	ok := ni.waitEngine(func() bool {
+		// A header it would claim whose data is still arriving: wait for the data.
+		h, evs, err = t.table.Append(ent, list, ni.evbuf[:0])
+		return !errors.Is(err, me.ErrBusy)
+	})
+	if !ok || ni.pts[idx] != t {
+		return nil, opErr(op, ArgInvalid, fmt.Errorf("the NI or portal table entry went away while waiting"))
+	}
 	if err != nil {
-		code := meErrno(err)
-		if code == ListTooLong && list == OverflowList {
-			code = NoSpace // as the reference implementation answers for the overflow list
-		}
-		return nil, opErr(op, code, err)
+		return nil, opErr(op, meErrno(err), err)
 	}
 	e.h = h
 	t.entries[h] = e
@@ -137,14 +142,29 @@ func (ni *NI) appendEntry(op string, idx PTIndex, ent me.Entry, start []byte, io
 	return &ME{ni: ni, t: t, h: h, e: e}, nil
 }
 
+// meErrno maps a me error to the code the reference answers: a list over
+// max_list_size is NO_SPACE on either list, as in the reference.
 func meErrno(err error) Errno {
 	switch {
-	case errors.Is(err, me.ErrListTooLong):
-		return ListTooLong
-	case errors.Is(err, me.ErrNoSpace):
+	case errors.Is(err, me.ErrListTooLong), errors.Is(err, me.ErrNoSpace):
 		return NoSpace
+	case errors.Is(err, me.ErrInUse):
+		return InUse
 	}
 	return ArgInvalid
+}
+
+// entryCount is the number of entries the NI holds across all its portal table
+// entries, including unlinked overflow entries kept for their unexpected headers (the
+// count max_entries bounds). Called with ni.mu held.
+func (ni *NI) entryCount() int {
+	n := 0
+	for _, t := range ni.pts {
+		if t != nil {
+			n += t.table.Entries()
+		}
+	}
+	return n
 }
 
 // Unlink removes the entry (PtlMEUnlink / PtlLEUnlink).
@@ -156,8 +176,11 @@ func (m *ME) Unlink() error {
 	ni := m.ni
 	ni.mu.Lock()
 	defer ni.mu.Unlock()
+	if e := m.t.entries[m.h]; e != nil && e.inflight > 0 {
+		return opErr(op, InUse, fmt.Errorf("%d operations still moving data", e.inflight))
+	}
 	if err := m.t.table.Unlink(m.h); err != nil {
-		return opErr(op, ArgInvalid, err)
+		return opErr(op, meErrno(err), err)
 	}
 	if e := m.t.entries[m.h]; e != nil {
 		e.release()
@@ -200,7 +223,15 @@ func (ni *NI) search(op string, idx PTIndex, ent me.Entry, sop SearchOp) error {
 	if t == nil {
 		return opErr(op, ArgInvalid, fmt.Errorf("portal index %d not allocated", idx))
 	}
-	evs, err := t.table.Search(ent, sop, ni.evbuf[:0])
+	var evs []me.Event
+	var err error
+	ok := ni.waitEngine(func() bool {
+		evs, err = t.table.Search(ent, sop, ni.evbuf[:0])
+		return !errors.Is(err, me.ErrBusy)
+	})
+	if !ok || ni.pts[idx] != t {
+		return opErr(op, ArgInvalid, fmt.Errorf("the NI or portal table entry went away while waiting"))
+	}
 	if err != nil {
 		return opErr(op, ArgInvalid, err)
 	}
@@ -224,16 +255,36 @@ func (ni *NI) deliverAll(t *pt, evs []me.Event) {
 	ni.evbuf = evs[:0]
 }
 
-// deliverEvents delivers evs in the order Portals reports them: the
-// communication and overflow events first, then AUTO_FREE, then AUTO_UNLINK (me
-// lists an unlink at match time, before the data moved). e, if not nil, is the
+// deliverEvents delivers evs in the order the reference reports them (me lists an
+// unlink at match time, before the data moved): the communication and overflow
+// events first; then the AUTO_UNLINK of an entry that is also freed here, so that its
+// AUTO_FREE comes strictly last of its events; then AUTO_FREE; then the AUTO_UNLINK
+// of an appending entry that claimed an unexpected header. e, if not nil, is the
 // matched entry, which may already have left the table.
 func (ni *NI) deliverEvents(t *pt, evs []me.Event, fail eq.NIFail, e *entry) {
-	for pass := 0; pass < 3; pass++ {
+	freed := func(h me.Handle) bool {
+		for i := range evs {
+			if evs[i].Kind == me.EventAutoFree && evs[i].Handle == h {
+				return true
+			}
+		}
+		return false
+	}
+	for pass := 0; pass < 4; pass++ {
 		for i := range evs {
 			k := evs[i].Kind
-			if (pass == 0 && k != me.EventAutoUnlink && k != me.EventAutoFree) ||
-				(pass == 1 && k == me.EventAutoFree) || (pass == 2 && k == me.EventAutoUnlink) {
+			var now bool
+			switch pass {
+			case 0:
+				now = k != me.EventAutoUnlink && k != me.EventAutoFree
+			case 1:
+				now = k == me.EventAutoUnlink && freed(evs[i].Handle)
+			case 2:
+				now = k == me.EventAutoFree
+			case 3:
+				now = k == me.EventAutoUnlink && !freed(evs[i].Handle)
+			}
+			if now {
 				ni.deliver(t, &evs[i], fail, e)
 			}
 		}
@@ -256,9 +307,10 @@ func (ni *NI) deliver(t *pt, ev *me.Event, fail eq.NIFail, hint *entry) {
 	if ev.CT && e != nil && e.ct != nil {
 		e.ct.count(fail == eq.NIOK, ev.CTInc)
 	}
-	if ev.Post && t.eq != nil {
+	if (ev.Post || (fail != eq.NIOK && ev.PostFail)) && t.eq != nil {
 		h := &ev.Header
-		out := eq.Event{Start: ev.LocalOffset, UserPtr: ev.UserPtr, HdrData: h.HdrData, MatchBits: h.MatchBits,
+		out := eq.Event{Start: ev.LocalOffset, UserPtr: ev.UserPtr, DataUserPtr: ev.DataUserPtr,
+			Addr: t.dataAddr(ev, e), HdrData: h.HdrData, MatchBits: h.MatchBits,
 			RLength: h.Length, MLength: ev.MLength, RemoteOffset: h.RemoteOffset, UID: uint32(h.UID),
 			PTIndex: uint32(t.idx), Type: meKinds[ev.Kind], List: eq.List(ev.List), NIFail: fail,
 			AtomicOp: eq.AtomicOp(h.AtomicOp), AtomicType: eq.AtomicType(h.AtomicType)}
@@ -281,4 +333,24 @@ func (ni *NI) deliver(t *pt, ev *me.Event, fail eq.NIFail, hint *entry) {
 			delete(t.entries, ev.Handle)
 		}
 	}
+}
+
+// dataAddr is the address of the first byte of ev's data in the memory of the entry
+// that holds it (the overflow entry for overflow and search events), or zero.
+func (t *pt) dataAddr(ev *me.Event, matched *entry) uintptr {
+	if ev.MLength == 0 {
+		return 0
+	}
+	d := t.entries[ev.DataHandle]
+	if d == nil && matched != nil && matched.h == ev.DataHandle {
+		d = matched
+	}
+	if d == nil {
+		return 0
+	}
+	b, ok := d.mem.Contiguous(ev.LocalOffset, 1)
+	if !ok {
+		return 0
+	}
+	return uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 }

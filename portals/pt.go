@@ -15,6 +15,7 @@ type pt struct {
 	table   *me.Table
 	enabled bool
 	entries map[me.Handle]*entry
+	active  int // messages still moving data on this entry (long transfers)
 }
 
 // PTAlloc allocates a portal table entry (PtlPTAlloc): req, or the lowest free
@@ -96,7 +97,9 @@ func (ni *NI) PTFree(idx PTIndex) error {
 	return nil
 }
 
-// PTDisable stops delivery to the entry (PtlPTDisable): messages are dropped.
+// PTDisable stops delivery to the entry (PtlPTDisable): later messages are dropped,
+// and it returns once the messages already being processed on the entry have
+// completed and posted their events.
 func (ni *NI) PTDisable(idx PTIndex) error { return ni.setEnabled("PtlPTDisable", idx, false) }
 
 // PTEnable resumes delivery (PtlPTEnable), for example after flow control.
@@ -113,6 +116,9 @@ func (ni *NI) setEnabled(op string, idx PTIndex, on bool) error {
 		return opErr(op, ArgInvalid, fmt.Errorf("index %d not allocated", idx))
 	}
 	t.enabled = on
+	if !on {
+		ni.waitEngine(func() bool { return t.active == 0 })
+	}
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package portals
 
 import (
+	"sync/atomic"
+
 	"github.com/goportals/goportals/eq"
 	"github.com/goportals/goportals/internal/verbs"
 	"github.com/goportals/goportals/md"
@@ -21,6 +23,11 @@ type targetOp struct {
 	fail    eq.NIFail
 	pinned  *md.Pinned
 }
+
+// testHoldLong, when set by a test, runs on the progress path once a long transfer
+// is accounted in flight and before its RDMA requests are posted: the test holds it
+// there to observe calls made while the data is still moving.
+var testHoldLong atomic.Pointer[func()]
 
 var meOps = [...]me.Op{msgPut: me.OpKindPut, msgGet: me.OpKindGet, msgAtomic: me.OpKindAtomic,
 	msgFetch: me.OpKindFetchAtomic, msgSwap: me.OpKindSwap}
@@ -48,9 +55,15 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 	ni.mu.Lock()
 	t := ni.ptAt(PTIndex(h.pt))
 	if t == nil || !t.enabled {
+		// An index nobody allocated drops the message; PT_DISABLED is for an entry
+		// that exists and is disabled.
+		fail := eq.NIDropped
+		if t != nil {
+			fail = eq.NIPTDisabled
+		}
 		ni.status[SRDropCount].Add(1)
 		ni.mu.Unlock()
-		ni.answer(pr, h, eq.NIPTDisabled, 0, 0, 0, nil)
+		ni.answer(pr, h, fail, 0, 0, 0, nil)
 		return
 	}
 	if t.opts&PTFlowCtrl != 0 && t.eq != nil && t.eq.q.Avail() == 0 {
@@ -92,6 +105,10 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 				t.eq.q.Post(&eq.Event{Type: eq.EventPTDisabled, PTIndex: h.pt, NIFail: eq.NIPTDisabled,
 					MatchBits: h.match, RLength: h.length, HdrData: h.hdrData})
 			}
+		} else {
+			// Without flow control a full unexpected list is a plain drop: the entry
+			// stays enabled and nothing reports PT_DISABLED.
+			evs = evs[:0]
 		}
 		ni.deliverAll(t, evs)
 		ni.mu.Unlock()
@@ -109,6 +126,9 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 	if h.flags&hfLong != 0 && res.MLength > 0 {
 		top, wrs := ni.startLong(pr, h, payload, t, e, res, evs)
 		ni.mu.Unlock()
+		if hook := testHoldLong.Load(); hook != nil && wrs != nil {
+			(*hook)()
+		}
 		ni.postTarget(top, wrs)
 		return
 	}
@@ -182,6 +202,14 @@ func (ni *NI) startLong(pr *peer, h *header, payload []byte, t *pt, e *entry, re
 	ni.evbuf = evs[:0]
 	ni.nextOp++
 	top.id = ni.nextOp
+	// Until completeTarget: the entry cannot be unlinked, the portal table entry
+	// cannot finish disabling, and an unexpected header this message left cannot be
+	// claimed (its data is not there yet).
+	e.inflight++
+	t.active++
+	if res.HeaderKept {
+		t.table.SetBusy(res.Unexpected, true)
+	}
 	fail := func(f eq.NIFail) (*targetOp, []verbs.SendWR) {
 		ni.status[SRMalformed].Add(1)
 		top.fail = f
@@ -298,6 +326,26 @@ func (ni *NI) completeTarget(top *targetOp) {
 		top.pinned = nil
 	}
 	ni.deliverEvents(top.t, top.evs, top.fail, top.e)
+	if top.res.HeaderKept {
+		top.t.table.SetBusy(top.res.Unexpected, false)
+	}
+	top.e.inflight--
+	top.t.active--
+}
+
+// waitEngine drives progress with ni.mu released until done holds; it is called and
+// returns with ni.mu held. It reports false, without waiting further, once the NI is
+// finalized.
+func (ni *NI) waitEngine(done func() bool) bool {
+	for !done() {
+		if ni.dead.Load() {
+			return false
+		}
+		ni.mu.Unlock()
+		ni.assist()
+		ni.mu.Lock()
+	}
+	return true
 }
 
 // sendAnswer sends the ACK or REPLY of a finished long operation.

@@ -114,6 +114,12 @@ const (
 // SearchOp is the operation of MESearch/LESearch.
 type SearchOp = me.SearchOp
 
+// The search operations.
+const (
+	SearchOnly   = me.SearchOnly   // PTL_SEARCH_ONLY: report matching unexpected headers
+	SearchDelete = me.SearchDelete // PTL_SEARCH_DELETE: report and remove them
+)
+
 // AckReq is the acknowledgment a put or atomic asks for.
 type AckReq uint8
 
