@@ -9,6 +9,23 @@ import (
 	"time"
 )
 
+// must fails the test at once if a setup step fails.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// check reports a failed step without stopping the test, for code that runs inside a
+// trigger or on another goroutine.
+func check(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Error(err)
+	}
+}
+
 func ctGet(t *testing.T, c *Counter) CTEvent {
 	t.Helper()
 	v, err := c.Get()
@@ -83,7 +100,7 @@ func TestCounterWaitCondition(t *testing.T) {
 	}
 	for _, tc := range tests {
 		c := NewCounter()
-		_ = c.Set(tc.v)
+		must(t, c.Set(tc.v))
 		v, err := c.Wait(expired(), tc.test)
 		if tc.reached {
 			if err != nil || v != tc.v {
@@ -109,16 +126,19 @@ func ctWaiters(c *Counter) func() int {
 func TestCounterWaitUntilUpdate(t *testing.T) {
 	tests := []struct {
 		name   string
-		update func(c *Counter)
+		update func(c *Counter) error
 		want   CTEvent
 	}{
-		{"inc ten times", func(c *Counter) {
+		{"inc ten times", func(c *Counter) error {
 			for i := 0; i < 10; i++ {
-				_ = c.Inc(CTEvent{Success: 1})
+				if err := c.Inc(CTEvent{Success: 1}); err != nil {
+					return err
+				}
 			}
+			return nil
 		}, CTEvent{10, 0}},
-		{"set", func(c *Counter) { _ = c.Set(CTEvent{5, 5}) }, CTEvent{5, 5}},
-		{"failure", func(c *Counter) { _ = c.Inc(CTEvent{Failure: 1}) }, CTEvent{0, 1}},
+		{"set", func(c *Counter) error { return c.Set(CTEvent{5, 5}) }, CTEvent{5, 5}},
+		{"failure", func(c *Counter) error { return c.Inc(CTEvent{Failure: 1}) }, CTEvent{0, 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,7 +155,7 @@ func TestCounterWaitUntilUpdate(t *testing.T) {
 				}{v, err}
 			}()
 			waitForWaiters(t, ctWaiters(c), 1)
-			tc.update(c)
+			must(t, tc.update(c))
 			r := <-out
 			if r.err != nil || r.v != tc.want {
 				t.Fatalf("Wait = %+v, %v; want %+v", r.v, r.err, tc.want)
@@ -180,7 +200,7 @@ func TestCounterFreeInterruptsWaiters(t *testing.T) {
 
 func TestCounterAfterFree(t *testing.T) {
 	c := NewCounter()
-	_ = c.Set(CTEvent{3, 0})
+	must(t, c.Set(CTEvent{3, 0}))
 	if err := c.Free(); err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +248,7 @@ func TestPollCounters(t *testing.T) {
 	}()
 	waitForWaiters(t, ctWaiters(c), 2)
 	for i := 0; i < 10; i++ {
-		_ = c.Inc(CTEvent{Success: 1})
+		must(t, c.Inc(CTEvent{Success: 1}))
 	}
 	if r := <-met; r.err != nil || r.which != 0 {
 		t.Fatalf("poller with test 10 = %+v", r)
@@ -241,8 +261,8 @@ func TestPollCounters(t *testing.T) {
 
 func TestPollCountersWhichAndArgs(t *testing.T) {
 	a, b, c := NewCounter(), NewCounter(), NewCounter()
-	_ = b.Set(CTEvent{3, 0})
-	_ = c.Set(CTEvent{9, 0})
+	must(t, b.Set(CTEvent{3, 0}))
+	must(t, c.Set(CTEvent{9, 0}))
 	v, which, err := PollCounters(expired(), []*Counter{a, b, c}, []uint64{1, 5, 9})
 	if err != nil || which != 2 || v != (CTEvent{9, 0}) {
 		t.Fatalf("PollCounters = %+v %d %v; want c", v, which, err)
@@ -291,7 +311,10 @@ func TestCounterConcurrentInc(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				_, _ = c.Get()
+				if _, err := c.Get(); err != nil {
+					t.Error(err)
+					return
+				}
 			}
 		}()
 	}

@@ -54,14 +54,14 @@ func FuzzTriggerModel(f *testing.F) {
 				}
 				model = append(model, pend{arg, seq})
 			case 1: // inc success
-				_ = c.Inc(CTEvent{Success: arg})
+				must(t, c.Inc(CTEvent{Success: arg}))
 				val.Success += arg
 			case 2: // inc failure
-				_ = c.Inc(CTEvent{Failure: arg})
+				must(t, c.Inc(CTEvent{Failure: arg}))
 				val.Failure += arg
 			case 3: // set
 				v := CTEvent{Success: arg / 2, Failure: arg % 3}
-				_ = c.Set(v)
+				must(t, c.Set(v))
 				val = v
 			case 4: // cancel
 				n, err := c.CancelTriggered()

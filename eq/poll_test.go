@@ -58,7 +58,7 @@ func TestQueueWaitEnds(t *testing.T) {
 	tests := []struct {
 		name    string
 		ctx     func() (context.Context, context.CancelFunc)
-		act     func(q *Queue)
+		act     func(t *testing.T, q *Queue)
 		wantErr []error
 	}{
 		{"deadline", func() (context.Context, context.CancelFunc) {
@@ -69,7 +69,7 @@ func TestQueueWaitEnds(t *testing.T) {
 		}, nil, []error{ErrEQEmpty, context.Canceled}},
 		{"free", func() (context.Context, context.CancelFunc) {
 			return context.WithCancel(context.Background())
-		}, func(q *Queue) { _ = q.Free() }, []error{ErrInterrupted}},
+		}, func(t *testing.T, q *Queue) { must(t, q.Free()) }, []error{ErrInterrupted}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,7 +85,7 @@ func TestQueueWaitEnds(t *testing.T) {
 				waitForWaiters(t, func() int { q.mu.Lock(); defer q.mu.Unlock(); return len(q.waiters) }, 1)
 			}
 			if tc.act != nil {
-				tc.act(q)
+				tc.act(t, q)
 			} else if tc.name == "cancel" {
 				cancel()
 			}
@@ -101,8 +101,8 @@ func TestQueueWaitEnds(t *testing.T) {
 
 func TestQueueWaitReadyAndFreed(t *testing.T) {
 	q := mustQueue(t, 1, 0)
-	_ = q.Post(ev(1))
-	_ = q.Post(ev(2)) // overwrites 1
+	must(t, q.Post(ev(1)))
+	must(t, q.Post(ev(2))) // overwrites 1
 	e, err := q.Wait(expired())
 	if !errors.Is(err, ErrEQDropped) || e.MatchBits != 2 {
 		t.Fatalf("Wait = %d, %v; want 2, ErrEQDropped", e.MatchBits, err)
@@ -110,7 +110,7 @@ func TestQueueWaitReadyAndFreed(t *testing.T) {
 	if _, err := q.Wait(expired()); !errors.Is(err, ErrEQEmpty) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("Wait on empty with expired ctx = %v", err)
 	}
-	_ = q.Free()
+	must(t, q.Free())
 	if _, err := q.Wait(context.Background()); !errors.Is(err, ErrFreed) {
 		t.Fatalf("Wait after Free = %v, want ErrFreed", err)
 	}
@@ -150,7 +150,7 @@ func TestPollWhich(t *testing.T) {
 		})
 	}
 	for _, q := range qs {
-		_ = q.Free()
+		must(t, q.Free())
 	}
 }
 
@@ -193,7 +193,7 @@ func TestPollInterruptedByFree(t *testing.T) {
 		out <- result{e, which, err}
 	}()
 	waitForWaiters(t, func() int { qs[1].mu.Lock(); defer qs[1].mu.Unlock(); return len(qs[1].waiters) }, 1)
-	_ = qs[1].Free()
+	must(t, qs[1].Free())
 	r := <-out
 	if !errors.Is(r.err, ErrInterrupted) || r.which != 1 {
 		t.Fatalf("Poll = which %d err %v, want 1 ErrInterrupted", r.which, r.err)
@@ -230,7 +230,7 @@ func TestPollSameQueueTwice(t *testing.T) {
 		out <- result{e, which, err}
 	}()
 	waitForWaiters(t, func() int { q.mu.Lock(); defer q.mu.Unlock(); return len(q.waiters) }, 2)
-	_ = q.Post(ev(3))
+	must(t, q.Post(ev(3)))
 	r := <-out
 	if r.err != nil || r.which != 0 {
 		t.Fatalf("Poll = %+v", r)

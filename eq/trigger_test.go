@@ -181,8 +181,8 @@ func TestTriggerPingPong(t *testing.T) {
 	a, b := NewCounter(), NewCounter()
 	var order []string
 	for k := uint64(1); k <= n; k++ {
-		_ = a.AddTrigger(k, TriggerFunc(func() { order = append(order, "a"); _ = b.Inc(CTEvent{Success: 1}) }))
-		_ = b.AddTrigger(k, TriggerFunc(func() { order = append(order, "b"); _ = a.Inc(CTEvent{Success: 1}) }))
+		must(t, a.AddTrigger(k, TriggerFunc(func() { order = append(order, "a"); check(t, b.Inc(CTEvent{Success: 1})) })))
+		must(t, b.AddTrigger(k, TriggerFunc(func() { order = append(order, "b"); check(t, a.Inc(CTEvent{Success: 1})) })))
 	}
 	if err := a.Inc(CTEvent{Success: 1}); err != nil {
 		t.Fatal(err)
@@ -205,13 +205,13 @@ func TestTriggerPingPong(t *testing.T) {
 func TestTriggeredCTSet(t *testing.T) {
 	src, dst := NewCounter(), NewCounter()
 	r := &recorder{}
-	_ = dst.AddTrigger(7, recTrigger{r, 1})
-	_ = src.AddTrigger(2, TriggerFunc(func() { _ = dst.Set(CTEvent{Success: 7}) }))
-	_ = src.Inc(CTEvent{Success: 1})
+	must(t, dst.AddTrigger(7, recTrigger{r, 1}))
+	must(t, src.AddTrigger(2, TriggerFunc(func() { check(t, dst.Set(CTEvent{Success: 7})) })))
+	must(t, src.Inc(CTEvent{Success: 1}))
 	if v := ctGet(t, dst); v != (CTEvent{}) {
 		t.Fatalf("dst set early: %+v", v)
 	}
-	_ = src.Inc(CTEvent{Success: 1})
+	must(t, src.Inc(CTEvent{Success: 1}))
 	if v := ctGet(t, dst); v != (CTEvent{Success: 7}) || !slices.Equal(r.firedSnapshot(), []int{1}) {
 		t.Fatalf("dst = %+v, fired %v", v, r.firedSnapshot())
 	}
@@ -223,12 +223,12 @@ func TestTriggeredCTSet(t *testing.T) {
 func TestTriggerAddedFromTrigger(t *testing.T) {
 	c := NewCounter()
 	r := &recorder{}
-	_ = c.AddTrigger(1, TriggerFunc(func() {
+	must(t, c.AddTrigger(1, TriggerFunc(func() {
 		r.fired = append(r.fired, 1)
-		_ = c.AddTrigger(0, recTrigger{r, 3})
+		check(t, c.AddTrigger(0, recTrigger{r, 3}))
 		r.fired = append(r.fired, 2)
-	}))
-	_ = c.Inc(CTEvent{Success: 1})
+	})))
+	must(t, c.Inc(CTEvent{Success: 1}))
 	if got := r.firedSnapshot(); !slices.Equal(got, []int{1, 2, 3}) {
 		t.Fatalf("fired %v, want [1 2 3]", got)
 	}
@@ -237,11 +237,11 @@ func TestTriggerAddedFromTrigger(t *testing.T) {
 func TestCancelTriggered(t *testing.T) {
 	c := NewCounter()
 	r := &recorder{}
-	_ = c.AddTrigger(9, recTrigger{r, 9})
-	_ = c.AddTrigger(3, recTrigger{r, 3})
-	_ = c.AddTrigger(5, TriggerFunc(func() { t.Error("cancelled func trigger fired") }))
-	_ = c.AddTrigger(3, recTrigger{r, 4})
-	_ = c.Set(CTEvent{Success: 1})
+	must(t, c.AddTrigger(9, recTrigger{r, 9}))
+	must(t, c.AddTrigger(3, recTrigger{r, 3}))
+	must(t, c.AddTrigger(5, TriggerFunc(func() { t.Error("cancelled func trigger fired") })))
+	must(t, c.AddTrigger(3, recTrigger{r, 4}))
+	must(t, c.Set(CTEvent{Success: 1}))
 	n, err := c.CancelTriggered()
 	if err != nil || n != 4 {
 		t.Fatalf("CancelTriggered = %d, %v; want 4", n, err)
@@ -252,28 +252,28 @@ func TestCancelTriggered(t *testing.T) {
 	if v := ctGet(t, c); v != (CTEvent{Success: 1}) {
 		t.Fatalf("CancelTriggered changed the value: %+v", v)
 	}
-	_ = c.Inc(CTEvent{Success: 20})
+	must(t, c.Inc(CTEvent{Success: 20}))
 	if len(r.fired) != 0 {
 		t.Fatalf("cancelled triggers fired: %v", r.fired)
 	}
 	// The counter takes new triggers afterwards.
-	_ = c.AddTrigger(30, recTrigger{r, 30})
-	_ = c.Inc(CTEvent{Success: 10})
+	must(t, c.AddTrigger(30, recTrigger{r, 30}))
+	must(t, c.Inc(CTEvent{Success: 10}))
 	if !slices.Equal(r.firedSnapshot(), []int{30}) {
 		t.Fatalf("fired %v, want [30]", r.fired)
 	}
-	if n, _ := c.CancelTriggered(); n != 0 {
-		t.Fatalf("second CancelTriggered dropped %d", n)
+	if n, err := c.CancelTriggered(); err != nil || n != 0 {
+		t.Fatalf("second CancelTriggered dropped %d, %v", n, err)
 	}
 }
 
 func TestFreeCancelsTriggers(t *testing.T) {
 	c := NewCounter()
 	r := &recorder{}
-	_ = c.AddTrigger(1, recTrigger{r, 1})
-	_ = c.AddTrigger(5, recTrigger{r, 5})
-	_ = c.AddTrigger(2, recTrigger{r, 2})
-	_ = c.Inc(CTEvent{Success: 1})
+	must(t, c.AddTrigger(1, recTrigger{r, 1}))
+	must(t, c.AddTrigger(5, recTrigger{r, 5}))
+	must(t, c.AddTrigger(2, recTrigger{r, 2}))
+	must(t, c.Inc(CTEvent{Success: 1}))
 	if err := c.Free(); err != nil {
 		t.Fatal(err)
 	}
@@ -287,17 +287,17 @@ func TestFreeCancelsTriggers(t *testing.T) {
 func TestTriggerPanicDoesNotWedge(t *testing.T) {
 	c := NewCounter()
 	r := &recorder{}
-	_ = c.AddTrigger(1, TriggerFunc(func() { panic("boom") }))
-	_ = c.AddTrigger(1, recTrigger{r, 2})
+	must(t, c.AddTrigger(1, TriggerFunc(func() { panic("boom") })))
+	must(t, c.AddTrigger(1, recTrigger{r, 2}))
 	func() {
 		defer func() {
 			if recover() == nil {
 				t.Fatal("panic did not reach the caller")
 			}
 		}()
-		_ = c.Inc(CTEvent{Success: 1})
+		_ = c.Inc(CTEvent{Success: 1}) // panics
 	}()
-	_ = c.Inc(CTEvent{Success: 1})
+	must(t, c.Inc(CTEvent{Success: 1}))
 	if !slices.Equal(r.firedSnapshot(), []int{2}) {
 		t.Fatalf("fired %v, want [2]", r.fired)
 	}
@@ -336,7 +336,10 @@ func TestTriggersConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := 0; j < per; j++ {
-				_ = c.Inc(CTEvent{Success: 1})
+				if err := c.Inc(CTEvent{Success: 1}); err != nil {
+					t.Error(err)
+					return
+				}
 			}
 		}()
 	}
@@ -365,7 +368,7 @@ func TestFreeRacesFiring(t *testing.T) {
 		c := NewCounter()
 		var fired, cancelled [n]atomic.Int32
 		for i := 0; i < n; i++ {
-			_ = c.AddTrigger(uint64(i+1), &countTrigger{&fired[i], &cancelled[i]})
+			must(t, c.AddTrigger(uint64(i+1), &countTrigger{&fired[i], &cancelled[i]}))
 		}
 		done := make(chan struct{})
 		go func() {
@@ -376,7 +379,7 @@ func TestFreeRacesFiring(t *testing.T) {
 				}
 			}
 		}()
-		_ = c.Free()
+		must(t, c.Free())
 		<-done
 		for i := 0; i < n; i++ {
 			if f, x := fired[i].Load(), cancelled[i].Load(); f+x != 1 {
