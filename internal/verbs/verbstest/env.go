@@ -66,8 +66,12 @@ func NewPairOpts(tb testing.TB, env Env, o PairOptions) *Pair {
 	tb.Helper()
 	ca, cb := env.Open(tb)
 	tb.Cleanup(func() {
-		_ = ca.Close()
-		_ = cb.Close()
+		// A test may have closed one already: only that second Close may fail.
+		for _, c := range []verbs.Context{ca, cb} {
+			if err := c.Close(); err != nil && !isErr(err, verbs.ErrClosed) {
+				tb.Errorf("%s: close context: %v", env.Name, err)
+			}
+		}
 	})
 	p := &Pair{A: newSide(tb, env, ca, o), B: newSide(tb, env, cb, o)}
 	if !o.NoConnect {
