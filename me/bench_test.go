@@ -71,7 +71,10 @@ func benchMatch(b *testing.B, n int, ignore uint64) {
 func BenchmarkMatchPersistent(b *testing.B) {
 	for _, n := range []int{1, 10000} {
 		b.Run("exact-"+strconv.Itoa(n), func(b *testing.B) {
-			tb, _ := NewTable(Config{Matching: true, MaxEntries: n, MaxListSize: n})
+			tb, err := NewTable(Config{Matching: true, MaxEntries: n, MaxListSize: n})
+			if err != nil {
+				b.Fatal(err)
+			}
 			for k := 0; k < n; k++ {
 				if _, _, err := tb.Append(Entry{Length: 4096, UID: UIDAny, Options: OpPut, MatchID: anySrc, MatchBits: uint64(k)}, ListPriority, nil); err != nil {
 					b.Fatal(err)

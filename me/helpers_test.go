@@ -29,6 +29,26 @@ func mustAppend(t testing.TB, tb *Table, e Entry, l List) (Handle, []Event) {
 	return h, evs
 }
 
+// mustState returns the state of h, failing the test if State fails.
+func mustState(t testing.TB, tb *Table, h Handle) EntryState {
+	t.Helper()
+	st, err := tb.State(h)
+	if err != nil {
+		t.Fatalf("State(%v): %v", h, err)
+	}
+	return st
+}
+
+// mustSearch runs a search, failing the test if Search fails.
+func mustSearch(t testing.TB, tb *Table, e Entry, op SearchOp) []Event {
+	t.Helper()
+	evs, err := tb.Search(e, op, nil)
+	if err != nil {
+		t.Fatalf("Search(%+v, %v): %v", e, op, err)
+	}
+	return evs
+}
+
 // kinds lists the kinds of evs, with a '-' prefix for events not posted.
 func kinds(evs []Event) []string {
 	var s []string

@@ -236,7 +236,7 @@ func TestManageLocalAndMinFree(t *testing.T) {
 			sameKinds(t, "min_free unlink", evs, "AUTO_UNLINK", "PUT")
 		} else {
 			sameKinds(t, "deposit", evs, "PUT")
-			if st, _ := tb.State(hd); st.LocalOffset != s.off+s.mlen {
+			if st := mustState(t, tb, hd); st.LocalOffset != s.off+s.mlen {
 				t.Fatalf("step %d: local offset %d", i, st.LocalOffset)
 			}
 		}

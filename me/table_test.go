@@ -96,7 +96,7 @@ func TestListEntries(t *testing.T) {
 		h := put(uint64(i), 5)
 		tb2.Match(&h, nil)
 	}
-	evs, _ = tb2.Search(Entry{UID: UIDAny, Options: rw | UseOnce}, SearchOnly, nil)
+	evs = mustSearch(t, tb2, Entry{UID: UIDAny, Options: rw | UseOnce}, SearchOnly)
 	sameKinds(t, "LE probe", evs, "SEARCH")
 	_, evs = mustAppend(t, tb2, Entry{Length: 8, UID: UIDAny, Options: rw}, ListPriority)
 	sameKinds(t, "LE append", evs, "PUT_OVERFLOW", "PUT_OVERFLOW", "PUT_OVERFLOW", "LINK")
@@ -141,10 +141,17 @@ func TestMatchAllocs(t *testing.T) {
 	claim := Entry{Length: 8, UID: UIDAny, Options: rw | UseOnce, MatchID: anySrc, MatchBits: 6}
 	out := make([]Event, 0, 8)
 	h := put(6, 1)
+	var failed error
 	allocs := testing.AllocsPerRun(1000, func() {
 		_, out = tb.Match(&h, out[:0])
-		_, out, _ = tb.Append(claim, ListPriority, out[:0])
+		var err error
+		if _, out, err = tb.Append(claim, ListPriority, out[:0]); err != nil && failed == nil {
+			failed = err
+		}
 	})
+	if failed != nil {
+		t.Fatalf("the measured claim failed: %v", failed)
+	}
 	if allocs != 0 || tb.UnexpectedLen() != 0 {
 		t.Fatalf("%v allocations per overflow delivery and claim", allocs)
 	}

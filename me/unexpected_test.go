@@ -23,7 +23,7 @@ func TestOverflowRecordsUnexpectedHeader(t *testing.T) {
 			t.Fatalf("event %+v", evs[0])
 		}
 	}
-	if st, _ := tb.State(ov); st.PendingHeaders != 3 {
+	if st := mustState(t, tb, ov); st.PendingHeaders != 3 {
 		t.Fatalf("pending %d", st.PendingHeaders)
 	}
 	ux := tb.Unexpected(nil)
@@ -48,7 +48,7 @@ func TestOverflowRecordsUnexpectedHeader(t *testing.T) {
 		t.Fatalf("%d headers left", tb.UnexpectedLen())
 	}
 	// Claiming does not consume the priority entry's own space.
-	if st, _ := tb.State(pe); st.LocalOffset != 0 || !st.Linked {
+	if st := mustState(t, tb, pe); st.LocalOffset != 0 || !st.Linked {
 		t.Fatalf("priority entry %+v", st)
 	}
 	// A use-once entry claims one header and is never linked.
@@ -187,7 +187,7 @@ func TestAutoFree(t *testing.T) {
 		h := put(1, 4)
 		_, evs := tb.Match(&h, nil)
 		sameKinds(t, "match", evs, "-AUTO_UNLINK", "PUT")
-		evs, _ = tb.Search(Entry{UID: UIDAny, Options: rw, MatchID: anySrc, IgnoreBits: ^uint64(0)}, SearchDelete, nil)
+		evs = mustSearch(t, tb, Entry{UID: UIDAny, Options: rw, MatchID: anySrc, IgnoreBits: ^uint64(0)}, SearchDelete)
 		sameKinds(t, "delete", evs, "PUT_OVERFLOW", "-AUTO_FREE")
 	})
 }
@@ -221,38 +221,38 @@ func TestSearch(t *testing.T) {
 		if tb.UnexpectedLen() != 4 {
 			t.Fatal("search only removed headers")
 		}
-		evs, _ = tb.Search(probe(1, UseOnce|EventCommDisable), SearchOnly, nil)
+		evs = mustSearch(t, tb, probe(1, UseOnce|EventCommDisable), SearchOnly)
 		sameKinds(t, "use-once probe", evs, "-SEARCH")
 	})
 	t.Run("delete", func(t *testing.T) {
 		tb := setup(t)
-		evs, _ := tb.Search(probe(0, rw|EventCTOverflow), SearchDelete, nil)
+		evs := mustSearch(t, tb, probe(0, rw|EventCTOverflow), SearchDelete)
 		sameKinds(t, "delete", evs, "PUT_OVERFLOW", "ATOMIC_OVERFLOW")
 		if evs[0].CT {
 			t.Fatal("search counted")
 		}
-		evs, _ = tb.Search(probe(1, rw|UseOnce|EventOverDisable), SearchDelete, nil)
+		evs = mustSearch(t, tb, probe(1, rw|UseOnce|EventOverDisable), SearchDelete)
 		sameKinds(t, "use-once delete", evs, "-GET_OVERFLOW")
 		// Permissions are not checked against unexpected headers: an entry that
 		// could not take the swap as a message still claims its header.
-		evs, _ = tb.Search(probe(1, OpPut), SearchDelete, nil)
+		evs = mustSearch(t, tb, probe(1, OpPut), SearchDelete)
 		sameKinds(t, "delete without permission", evs, "FETCH_ATOMIC_OVERFLOW")
 		if evs[0].Fail != FailNone || tb.UnexpectedLen() != 0 {
 			t.Fatalf("%+v, %d left", evs[0], tb.UnexpectedLen())
 		}
 		tb = setup(t)
-		evs, _ = tb.Search(Entry{UID: 1, Options: rw | UseOnce, MatchID: anySrc, MatchBits: 1}, SearchDelete, nil) // uid 7 sent it
+		evs = mustSearch(t, tb, Entry{UID: 1, Options: rw | UseOnce, MatchID: anySrc, MatchBits: 1}, SearchDelete) // uid 7 sent it
 		sameKinds(t, "delete other uid", evs, "GET_OVERFLOW")
 	})
 	t.Run("nothing", func(t *testing.T) {
 		tb := newTestTable(t, Config{Matching: true})
 		for _, op := range []SearchOp{SearchOnly, SearchDelete} {
-			evs, _ := tb.Search(probe(1, rw), op, nil)
+			evs := mustSearch(t, tb, probe(1, rw), op)
 			sameKinds(t, op.String(), evs, "SEARCH")
 			if evs[0].Fail != FailNoMatch || evs[0].UserPtr != 55 {
 				t.Fatalf("%+v", evs[0])
 			}
-			evs, _ = tb.Search(probe(1, rw|EventCommDisable), op, nil)
+			evs = mustSearch(t, tb, probe(1, rw|EventCommDisable), op)
 			sameKinds(t, op.String(), evs, "-SEARCH")
 		}
 	})
