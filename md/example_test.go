@@ -16,8 +16,13 @@ func ExampleIovecs() {
 		panic(err)
 	}
 	buf := make([]byte, 7)
-	m.ReadAt(buf, 2)
-	pieces, _ := m.Slices(2, 7, nil)
+	if _, err := m.ReadAt(buf, 2); err != nil {
+		panic(err)
+	}
+	pieces, err := m.Slices(2, 7, nil)
+	if err != nil {
+		panic(err)
+	}
 	_, one := m.Contiguous(4, 3)
 	fmt.Printf("%d bytes, %q in %d pieces, [4,7) contiguous: %v\n", m.Len(), buf, len(pieces), one)
 	_, err = m.ReadAt(buf, 8)
@@ -50,7 +55,10 @@ func ExampleRegistry_Pin() {
 		panic(err)
 	}
 	defer a.Free()
-	m, _ := md.Iovecs([][]byte{make([]byte, 4096), a.Bytes()})
+	m, err := md.Iovecs([][]byte{make([]byte, 4096), a.Bytes()})
+	if err != nil {
+		panic(err)
+	}
 
 	p, err := reg.Pin(m, 1000, 10000)
 	if err != nil {
