@@ -70,7 +70,11 @@ func (r *record) handleValue(s string) (handle, error) {
 	return handle{raw: s}, nil
 }
 
-// ptIndexValue reads pt_index: MIN, MAX, BIG, ANY, INVALID or a number.
+// ptIndexWords are the words of pt_index.
+var ptIndexWords = []string{"MIN", "MAX", "BIG", "ANY", "INVALID"}
+
+// ptIndexValue reads pt_index: MIN, MAX, BIG, ANY, INVALID, a $variable or a
+// number; another word reads as strtol makes of it (see unknownSymbol).
 func (r *record) ptIndexValue(s string) (portals.PTIndex, error) {
 	switch s {
 	case "MIN":
@@ -84,8 +88,19 @@ func (r *record) ptIndexValue(s string) (portals.PTIndex, error) {
 	case "INVALID":
 		return 0x7fffffff, nil
 	}
-	v, err := r.number(s)
+	v, err := r.wordNumber(s)
 	return portals.PTIndex(v), err
+}
+
+// wordNumber reads a number attribute that also takes words, once the words are
+// handled: a $variable or a number, and any other word as strtol makes of it, as the
+// reference harness does (see unknownSymbol).
+func (r *record) wordNumber(s string) (uint64, error) {
+	if strings.HasPrefix(s, "$") {
+		return r.number(s)
+	}
+	v, _ := strtolWord(s)
+	return uint64(v), nil
 }
 
 // limitField returns the field of l that a desired_/actual_ suffix names.
@@ -163,7 +178,7 @@ func (in *interp) applyAttr(r *record, name, val string, fillData *[]datum) erro
 	switch name {
 	case "version":
 	case "ret":
-		r.ret, err = parseRet(val)
+		r.ret, _ = parseRet(val)
 	case "ptr", "iov_base", "md_start", "le_start", "me_start", "which_ptr":
 		return errSkipf("pointer argument %s=%q has no Go counterpart", name, val)
 	case "count":
@@ -175,7 +190,7 @@ func (in *interp) applyAttr(r *record, name, val string, fillData *[]datum) erro
 		err = num(&v)
 		r.iface = portals.Interface(v)
 	case "ni_opt":
-		r.niOpt, err = parseMask("ni_opt", val, niOptWords, niOptAll)
+		r.niOpt, _, err = parseMask("ni_opt", val, niOptWords, niOptAll)
 	case "pid":
 		var v uint64
 		err = num(&v)
@@ -185,7 +200,7 @@ func (in *interp) applyAttr(r *record, name, val string, fillData *[]datum) erro
 			r.uid = portals.UIDAny
 		} else {
 			var v uint64
-			err = num(&v)
+			v, err = r.wordNumber(val)
 			r.uid = portals.UID(v)
 		}
 	case "ni_handle":
@@ -199,18 +214,18 @@ func (in *interp) applyAttr(r *record, name, val string, fillData *[]datum) erro
 	case "handle":
 		r.anyH, err = r.handleValue(val)
 	case "pt_opt":
-		r.ptOpt, err = parseMask("pt_opt", val, ptOptWords, ptOptAll)
+		r.ptOpt, _, err = parseMask("pt_opt", val, ptOptWords, ptOptAll)
 	case "pt_index":
 		r.ptIndex, err = r.ptIndexValue(val)
 	case "list":
-		r.list, err = parseList(val)
+		r.list, _ = parseList(val)
 	case "iovec_len":
 		err = num(&r.iovecLen)
 	case "md_length":
 		err = num(&r.md.length)
 		r.md.lengthSet = true
 	case "md_opt":
-		r.md.opts, err = parseMask("md_opt", val, mdOptWords, mdOptAll)
+		r.md.opts, _, err = parseMask("md_opt", val, mdOptWords, mdOptAll)
 	case "md_handle":
 		r.mdH, err = r.handleValue(val)
 	case "md_data", "le_data", "me_data":
@@ -221,9 +236,9 @@ func (in *interp) applyAttr(r *record, name, val string, fillData *[]datum) erro
 		err = num(&r.le.length)
 		r.le.lengthSet = true
 	case "le_opt":
-		r.le.opts, err = parseMask("le_opt", val, leOptWords, leOptAll)
+		r.le.opts, _, err = parseMask("le_opt", val, leOptWords, leOptAll)
 	case "search_op":
-		r.search, err = parseSearchOp(val)
+		r.search, _ = parseSearchOp(val)
 	case "me_length":
 		err = num(&r.me.length)
 		r.me.lengthSet = true
@@ -232,7 +247,7 @@ func (in *interp) applyAttr(r *record, name, val string, fillData *[]datum) erro
 	case "me_ignore":
 		err = num(&r.meIgnore)
 	case "me_opt":
-		r.me.opts, err = parseMask("me_opt", val, meOptWords, meOptAll)
+		r.me.opts, _, err = parseMask("me_opt", val, meOptWords, meOptAll)
 	case "me_min_free":
 		err = num(&r.minFree)
 	case "time":
@@ -256,9 +271,9 @@ func (in *interp) applyAttr(r *record, name, val string, fillData *[]datum) erro
 	case "ct_test":
 		err = num(&r.ctTest)
 	case "atom_op":
-		r.atomOp, err = parseAtomOp(val)
+		r.atomOp, _ = parseAtomOp(val)
 	case "atom_type", "type":
-		r.typ, err = parseAtomType(val)
+		r.typ, _ = parseAtomType(val)
 	case "get_md_handle":
 		r.getMDH, err = r.handleValue(val)
 	case "put_md_handle":
@@ -270,12 +285,7 @@ func (in *interp) applyAttr(r *record, name, val string, fillData *[]datum) erro
 		case "BAD":
 			r.userPtr = 0x0123
 		default:
-			var v int64
-			var n int
-			v, n = strtoll(val)
-			if n != len(val) || n == 0 {
-				return fmt.Errorf("%q is not a number", val)
-			}
+			v, _ := strtolWord(val) // strtoll, as the reference's get_ptr
 			r.userPtr = uint64(v)
 		}
 	case "length":
@@ -295,7 +305,7 @@ func (in *interp) applyAttr(r *record, name, val string, fillData *[]datum) erro
 	case "rem_offset":
 		err = num(&r.remOffset)
 	case "ack_req":
-		r.ackReq, err = parseAckReq(val)
+		r.ackReq, _ = parseAckReq(val)
 	case "threshold":
 		err = num(&r.threshold)
 	case "handle1":
@@ -303,7 +313,7 @@ func (in *interp) applyAttr(r *record, name, val string, fillData *[]datum) erro
 	case "handle2":
 		r.handle2, err = r.handleValue(val)
 	case "event_type":
-		r.event.Type, err = parseEventType(val)
+		r.event.Type, _ = parseEventType(val)
 	case "target_id":
 		r.target, err = in.targetID(r, val)
 	case "get_map_size":
@@ -323,7 +333,7 @@ func setLimit(r *record, lim *portals.Limits, name, val string) error {
 		return err
 	}
 	if name == "features" {
-		v, err := parseMask("features", val, featureWords, featureAll)
+		v, _, err := parseMask("features", val, featureWords, featureAll)
 		*f.(*uint32) = v
 		return err
 	}
@@ -342,7 +352,8 @@ func dataAttr(name string) bool {
 	return name == "md_data" || name == "le_data" || name == "me_data" || name == "operand"
 }
 
-// targetID reads target_id: SELF (the id of the record's NI), "nid:pid", or a rank.
+// targetID reads target_id: SELF (the id of the record's NI), "nid:pid", or a rank
+// (another word reads as strtol makes of it, see unknownSymbol).
 func (in *interp) targetID(r *record, s string) (portals.ProcessID, error) {
 	if s == "SELF" {
 		// As the reference: when PtlGetId fails the id stays zero and the call that
@@ -366,6 +377,6 @@ func (in *interp) targetID(r *record, s string) (portals.ProcessID, error) {
 		b, err := r.number(pid)
 		return portals.ProcessID{NID: portals.NID(a), PID: portals.PID(b), Rank: portals.Rank(a)}, err
 	}
-	v, err := r.number(s)
+	v, err := r.wordNumber(s)
 	return portals.ProcessID{Rank: portals.Rank(v), NID: portals.NID(v)}, err
 }

@@ -5,7 +5,10 @@
 //
 // ParseFile reads a script (encoding/xml, keeping each element's line and its
 // attributes in document order) and checks every element and attribute name, so a
-// broken script fails with its file and line before anything runs. Run interprets it
+// broken script fails with its file and line before anything runs. A value that
+// its attribute's symbol table lacks reads as the reference harness reads it (strtol:
+// its leading number, else 0); Script.UnknownSymbols lists such values, which the
+// runner reports as warnings, or as failures with Options.Strict. Run interprets it
 // in this process as one rank of a job: like the reference interpreter (its run.c),
 // every element starts from a copy of its parent's parameter record (defaults: NI
 // options MATCH|PHYSICAL, desired max_msg_size 32 KiB, eq_count 10, time 10 ms,

@@ -118,10 +118,11 @@ func TestRunReturnCodes(t *testing.T) {
 	}
 }
 
-func TestRunUnknownSymbolFails(t *testing.T) {
+// TestRunBadValueFails: a value that is not a number where a number goes, or a
+// handle of an unknown kind, fails with its line (unknown symbols read as strtol
+// does: see TestRunUnknownSymbolReadsAsReference).
+func TestRunBadValueFails(t *testing.T) {
 	for _, src := range []string{
-		"<test>\n<ptl>\n<ptl_ni ni_opt=\"MATCH SOMETIMES\"/>\n</ptl>\n</test>",
-		"<test>\n<ptl>\n<ptl_ni ret=\"PERHAPS\"/>\n</ptl>\n</test>",
 		"<test>\n<ptl>\n<ptl_ni count=\"many\"/>\n</ptl>\n</test>",
 		"<test>\n<ptl>\n<ptl_ni eq_handle=\"xq[0]\"/>\n</ptl>\n</test>",
 	} {

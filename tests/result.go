@@ -36,6 +36,7 @@ type Result struct {
 	Reason   string        // why it failed or was skipped (file:line: ...)
 	Ranks    int           // the number of processes it ran on
 	Duration time.Duration // wall time, including process start
+	Warnings []Warning     // the script's unknown symbols (see Script.UnknownSymbols)
 }
 
 // skipError says the script uses a construct with no Go counterpart.

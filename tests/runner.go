@@ -176,6 +176,10 @@ type Options struct {
 	Verbose bool
 	// Log receives the ranks' standard error (traces and crashes), or nil.
 	Log io.Writer
+	// Strict fails a script that uses an unknown symbol (Script.UnknownSymbols)
+	// without running it; otherwise the symbol reads as the reference harness reads
+	// it and the result carries a warning.
+	Strict bool
 }
 
 // lockedBuffer collects the ranks' output lines.
@@ -202,9 +206,20 @@ func (l *lockedBuffer) String() string {
 func RunCase(ctx context.Context, c Case, o Options) Result {
 	start := time.Now()
 	res := Result{Name: c.Name, Ranks: c.NP}
-	if _, err := ParseFile(c.Path); err != nil {
+	s, err := ParseFile(c.Path)
+	if err != nil {
 		// A broken script fails here, with its file and line, without starting anything.
 		res.Status, res.Reason = Fail, err.Error()
+		res.Duration = time.Since(start)
+		return res
+	}
+	res.Warnings = s.UnknownSymbols()
+	if o.Strict && len(res.Warnings) > 0 {
+		res.Status = Fail
+		res.Reason = res.Warnings[0].String() + " (strict: an unknown symbol fails the test)"
+		if n := len(res.Warnings) - 1; n > 0 {
+			res.Reason += fmt.Sprintf(", and %d more", n)
+		}
 		res.Duration = time.Since(start)
 		return res
 	}
@@ -215,7 +230,7 @@ func RunCase(ctx context.Context, c Case, o Options) Result {
 		env = append(env, EnvVerbose+"=1")
 	}
 	var stdout, stderr lockedBuffer
-	_, err := bootstrap.Launch(ctx, bootstrap.LaunchConfig{
+	_, err = bootstrap.Launch(ctx, bootstrap.LaunchConfig{
 		N: c.NP, Argv: []string{o.Exe}, Env: env, Stdout: &stdout, Stderr: &stderr,
 		Prefix: c.NP > 1, Timeout: time.Until(deadline), Grace: time.Second,
 	})

@@ -30,6 +30,7 @@ type junitCase struct {
 	Time      string        `xml:"time,attr"`
 	Failure   *junitMessage `xml:"failure,omitempty"`
 	Skipped   *junitMessage `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
 }
 
 type junitMessage struct {
@@ -43,6 +44,9 @@ func writeJUnit(path string, results []tests.Result, total time.Duration) error 
 	s := junitSuite{Name: "ptltest", Tests: len(results), Time: seconds(total)}
 	for _, r := range results {
 		c := junitCase{Name: r.Name, Classname: filepath.Dir(r.Name), Time: seconds(r.Duration)}
+		for _, w := range r.Warnings {
+			c.SystemOut += "WARN " + w.String() + "\n"
+		}
 		switch r.Status {
 		case tests.Fail:
 			s.Failures++

@@ -35,6 +35,7 @@ type config struct {
 	jobs    int
 	verbose bool
 	junit   string
+	strict  bool
 	paths   []string
 }
 
@@ -47,20 +48,23 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.jobs, "j", 1, "tests run at once")
 	fs.BoolVar(&c.verbose, "v", false, "print each rank's trace of calls and checks on standard error")
 	fs.StringVar(&c.junit, "junit", "", "write a JUnit XML report to this file")
+	fs.BoolVar(&c.strict, "strict", false, "fail a test that uses an unknown symbol instead of reading it as the reference does (strtol) with a warning")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: ptltest [-np N] [-timeout D] [-j N] [-v] [-junit FILE] PATH...")
+		fmt.Fprintln(stderr, "usage: ptltest [-np N] [-timeout D] [-j N] [-v] [-strict] [-junit FILE] PATH...")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	c.paths = fs.Args()
+	npSet := false
+	fs.Visit(func(f *flag.Flag) { npSet = npSet || f.Name == "np" })
 	switch {
 	case len(c.paths) == 0:
 		fs.Usage()
 		return nil, fmt.Errorf("no test path given")
-	case c.np < 0:
-		return nil, fmt.Errorf("-np %d: want at least 1", c.np)
+	case npSet && c.np < 1:
+		return nil, fmt.Errorf("-np %d: want at least 1 process (leave -np out to take each test's count from its test_nN folder)", c.np)
 	case c.jobs < 1:
 		return nil, fmt.Errorf("-j %d: want at least 1", c.jobs)
 	case c.timeout <= 0:
@@ -81,12 +85,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ptltest: cannot find my own executable:", err)
 		return 2
 	}
-	cases, err := tests.Discover(c.paths, c.np)
-	if err != nil {
-		fmt.Fprintln(stderr, "ptltest:", err)
-		return 2
+	var cases []tests.Case
+	for _, p := range c.paths {
+		found, err := tests.Discover([]string{p}, c.np)
+		if err != nil {
+			fmt.Fprintln(stderr, "ptltest:", err)
+			return 2
+		}
+		if len(found) == 0 {
+			fmt.Fprintf(stderr, "ptltest: %s holds no test: no *.xml file in it or under it\n", p)
+			return 2
+		}
+		cases = append(cases, found...)
 	}
-	opts := tests.Options{Exe: exe, Timeout: c.timeout, Verbose: c.verbose}
+	opts := tests.Options{Exe: exe, Timeout: c.timeout, Verbose: c.verbose, Strict: c.strict}
 	if c.verbose {
 		opts.Log = stderr
 	}
@@ -154,7 +166,11 @@ func runAll(ctx context.Context, cases []tests.Case, jobs int, o tests.Options, 
 	return results
 }
 
+// printResult prints a test's warnings, then its result line.
 func printResult(out io.Writer, r tests.Result) {
+	for _, w := range r.Warnings {
+		fmt.Fprintf(out, "WARN %s\n", w)
+	}
 	if r.Reason != "" {
 		fmt.Fprintf(out, "%s %s (%s)\n", r.Status, r.Name, r.Reason)
 	} else {
