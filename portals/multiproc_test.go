@@ -22,6 +22,9 @@ import (
 
 func TestMain(m *testing.M) {
 	if role := os.Getenv("PORTALS_TEST_ROLE"); role != "" {
+		if code, ok := runHarnessRole(role); ok {
+			os.Exit(code)
+		}
 		if err := runRole(role); err != nil {
 			fmt.Fprintln(os.Stderr, "rank failed:", err)
 			os.Exit(1)
@@ -39,20 +42,6 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
-}
-
-func launch(t *testing.T, role string) string {
-	t.Helper()
-	var out bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	res, err := bootstrap.Launch(ctx, bootstrap.LaunchConfig{N: 2, Argv: []string{os.Args[0], "-test.run=^$"},
-		Env: append(os.Environ(), "PORTALS_TEST_ROLE="+role), Stdout: &out, Stderr: &out, Prefix: true,
-		Timeout: 60 * time.Second})
-	if err != nil {
-		t.Fatalf("job failed: %v (result %+v)\n%s", err, res, out.String())
-	}
-	return out.String()
 }
 
 // TestMultiProcessPutGetAtomic: rank 0 puts, gets and runs atomics against rank 1.
@@ -91,8 +80,14 @@ func runRole(role string) error {
 	}
 	me := b.Rank()
 	peer := ni.physMap[1-me]
-	q, _ := ni.EQAlloc(256)
-	ct, _ := ni.CTAlloc()
+	q, err := ni.EQAlloc(256)
+	if err != nil {
+		return err
+	}
+	ct, err := ni.CTAlloc()
+	if err != nil {
+		return err
+	}
 	if _, err := ni.PTAlloc(0, q, 2); err != nil {
 		return err
 	}
@@ -118,7 +113,10 @@ func runRole(role string) error {
 			for i := range src {
 				src[i] = byte(i * 13)
 			}
-			m, _ := ni.MDBind(MDSpec{Start: src, EQ: q, Options: MDEventSendDisable})
+			m, err := ni.MDBind(MDSpec{Start: src, EQ: q, Options: MDEventSendDisable})
+			if err != nil {
+				return err
+			}
 			if err := Put(m, 0, uint64(size), AckReqFull, peer, 2, 0, 0, 1, 0); err != nil {
 				return err
 			}
@@ -126,7 +124,10 @@ func runRole(role string) error {
 				return fmt.Errorf("put %d: %+v %v", size, ev, err)
 			}
 			back := make([]byte, size)
-			g, _ := ni.MDBind(MDSpec{Start: back, EQ: q})
+			g, err := ni.MDBind(MDSpec{Start: back, EQ: q})
+			if err != nil {
+				return err
+			}
 			if err := Get(g, 0, uint64(size), peer, 2, 0, 0, 2); err != nil {
 				return err
 			}
@@ -138,8 +139,14 @@ func runRole(role string) error {
 		one := make([]byte, 8)
 		binary.LittleEndian.PutUint64(one, 1)
 		old := make([]byte, 8)
-		pm, _ := ni.MDBind(MDSpec{Start: one, EQ: q, Options: MDEventSendDisable})
-		gm, _ := ni.MDBind(MDSpec{Start: old, EQ: q})
+		pm, err := ni.MDBind(MDSpec{Start: one, EQ: q, Options: MDEventSendDisable})
+		if err != nil {
+			return err
+		}
+		gm, err := ni.MDBind(MDSpec{Start: old, EQ: q})
+		if err != nil {
+			return err
+		}
 		if err := FetchAtomic(gm, 0, pm, 0, 8, peer, 2, 0, 0, 3, 0, eq.OpSum, eq.Uint64); err != nil {
 			return err
 		}
@@ -159,8 +166,26 @@ func runRole(role string) error {
 			// threads parked in futex system calls.
 			syscall.Exit(0)
 		}
-		time.Sleep(200 * time.Millisecond) // the pidfd watch notices within ~10 ms
-		m, _ := ni.MDBind(MDSpec{Start: make([]byte, 64), EQ: q, Options: MDEventSendDisable})
+		// Wait until this NI has seen the connection to rank 1 fail (the provider's
+		// pidfd watch notices the exit and flushes the queue pair).
+		pr := ni.peers[1-me]
+		for {
+			pr.sendMu.Lock()
+			failed := pr.failed
+			pr.sendMu.Unlock()
+			if failed {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("the connection to the exited rank 1 never failed: %w", ctx.Err())
+			case <-time.After(time.Millisecond):
+			}
+		}
+		m, err := ni.MDBind(MDSpec{Start: make([]byte, 64), EQ: q, Options: MDEventSendDisable})
+		if err != nil {
+			return err
+		}
 		if err := Put(m, 0, 64, AckReqFull, peer, 2, 0, 0, 0, 0); err != nil {
 			return err
 		}
