@@ -218,7 +218,9 @@ func (c *CT) Set(v CTEvent) error {
 	if c == nil || c.c == nil {
 		return nilHandle("PtlCTSet", "counting event")
 	}
-	return eqErr("PtlCTSet", c.c.Set(v))
+	err := c.c.Set(v)
+	c.ni.issueFired(true) // what the new value released goes out before we return
+	return eqErr("PtlCTSet", err)
 }
 
 // Inc adds to the counter (PtlCTInc); only one of the two fields may be non-zero.
@@ -226,7 +228,9 @@ func (c *CT) Inc(v CTEvent) error {
 	if c == nil || c.c == nil {
 		return nilHandle("PtlCTInc", "counting event")
 	}
-	return eqErr("PtlCTInc", c.c.Inc(v))
+	err := c.c.Inc(v)
+	c.ni.issueFired(true) // what the increment released goes out before we return
+	return eqErr("PtlCTInc", err)
 }
 
 // CancelTriggered drops the counter's pending triggered operations

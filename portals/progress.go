@@ -87,7 +87,17 @@ func (ni *NI) progressOnce(app bool) int {
 	if !ni.progMu.TryLock() {
 		return 0
 	}
-	defer ni.progMu.Unlock()
+	n := ni.progressLocked()
+	ni.progMu.Unlock()
+	if n > 0 && ni.trig.fired() {
+		// Completions counted on a counter released triggered operations.
+		ni.issueFired(false)
+	}
+	return n
+}
+
+// progressLocked is progressOnce's work, with progMu held.
+func (ni *NI) progressLocked() int {
 	n := 0
 	if ni.queued.Load() > 0 {
 		for _, pr := range ni.peers {

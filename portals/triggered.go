@@ -10,13 +10,19 @@ import (
 // Triggered operations are validated when they are posted and start when their
 // counting event reaches the threshold. A counter may reach it on any goroutine,
 // including the engine's own while it holds its lock, so firing only queues the
-// operation: the NI's trigger runner starts queued operations in firing order.
+// operation; the goroutine that caused the firing then issues the queue in firing
+// order once it holds no engine lock. An API call that reaches a threshold (posting
+// a triggered operation whose threshold is already met, CTInc, CTSet, and the
+// triggered counter updates) issues what it released before it returns, so a
+// triggered put released by a call goes out before any operation the caller starts
+// afterwards. Completions the engine counts are issued by whoever runs progress.
 
 type triggerRunner struct {
 	mu      sync.Mutex
 	queue   []func()
+	pending int        // registered, not yet fired or cancelled (guarded by mu)
+	runMu   sync.Mutex // held while issuing the queue: one issuer at a time, in order
 	wake    chan struct{}
-	pending int // registered, not yet fired or cancelled (guarded by mu)
 }
 
 type trigger struct {
@@ -25,7 +31,7 @@ type trigger struct {
 	cancel func() // undoes what registration held (nil: nothing)
 }
 
-// Fire queues the operation for the runner.
+// Fire queues the operation for the next issueFired.
 func (t *trigger) Fire() {
 	r := &t.ni.trig
 	r.mu.Lock()
@@ -49,14 +55,25 @@ func (t *trigger) Cancel() {
 	}
 }
 
-func (ni *NI) runTriggers() {
-	defer ni.wg.Done()
+// fired reports whether operations wait in the queue.
+func (r *triggerRunner) fired() bool {
+	r.mu.Lock()
+	n := len(r.queue)
+	r.mu.Unlock()
+	return n > 0
+}
+
+// issueFired starts the queued operations in firing order. With wait, it returns only
+// once everything queued before the call has been issued (by this goroutine or by the
+// one issuing when it was called); without it, it leaves the work to a goroutine
+// already issuing. It must be called with no engine lock held.
+func (ni *NI) issueFired(wait bool) {
 	r := &ni.trig
 	for {
-		select {
-		case <-ni.stop:
+		if wait {
+			r.runMu.Lock()
+		} else if !r.runMu.TryLock() {
 			return
-		case <-r.wake:
 		}
 		for {
 			r.mu.Lock()
@@ -70,6 +87,28 @@ func (ni *NI) runTriggers() {
 				f()
 			}
 		}
+		r.runMu.Unlock()
+		// Whatever was queued after the last look while we held runMu is ours to
+		// issue: a goroutine that found runMu taken left it to us.
+		if !r.fired() {
+			return
+		}
+		wait = false
+	}
+}
+
+// runTriggers issues operations fired by counters that nobody else issues (for
+// example a counter incremented by a completion the engine handled).
+func (ni *NI) runTriggers() {
+	defer ni.wg.Done()
+	r := &ni.trig
+	for {
+		select {
+		case <-ni.stop:
+			return
+		case <-r.wake:
+		}
+		ni.issueFired(false)
 	}
 }
 
@@ -102,6 +141,8 @@ func (ni *NI) addTrigger(op string, ct *CT, threshold uint64, run, cancel func()
 		}
 		return eqErr(op, err)
 	}
+	// A threshold already reached fired at once: issue it inside this call.
+	ni.issueFired(true)
 	return nil
 }
 
