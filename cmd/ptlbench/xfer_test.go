@@ -20,6 +20,13 @@ func TestMain(m *testing.M) {
 	if os.Getenv(rankEnv) != "" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
+	// The ranks inherit this: the race detector does not linger a second at
+	// each rank's exit.
+	gorace := "atexit_sleep_ms=0"
+	if v := os.Getenv("GORACE"); v != "" {
+		gorace = v + " " + gorace
+	}
+	os.Setenv("GORACE", gorace)
 	os.Exit(m.Run())
 }
 
@@ -42,21 +49,18 @@ func TestTransferTable(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	for _, name := range xferNames {
 		t.Run(name, func(t *testing.T) {
-			var out, errb bytes.Buffer
-			if rc := run(append(shortFlags, name), &out, &errb); rc != 0 {
-				t.Fatalf("rc %d\nstdout:\n%s\nstderr:\n%s", rc, out.String(), errb.String())
-			}
-			t.Logf("\n%s", out.String())
+			b := mustRun(t, 0, append(shortFlags, name)...)
+			t.Logf("\n%s", b.stdout)
 			column := registryColumn(t, name)
 			var lines []string
-			for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			for _, l := range strings.Split(strings.TrimSpace(b.stdout), "\n") {
 				if !strings.HasPrefix(l, "#") {
 					lines = append(lines, l)
 				}
 			}
 			want := wantSizes(name)
 			if len(lines) != 1+len(want) {
-				t.Fatalf("want a header and %d rows, got:\n%s", len(want), out.String())
+				t.Fatalf("want a header and %d rows, got:\n%s", len(want), b.stdout)
 			}
 			if f := strings.Fields(lines[0]); len(f) != 2 || f[0] != "size" || f[1] != column {
 				t.Fatalf("header %q, want size and %s", lines[0], column)
@@ -80,18 +84,15 @@ func TestTransferJSON(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	for _, name := range xferNames {
 		t.Run(name, func(t *testing.T) {
-			var out, errb bytes.Buffer
-			if rc := run(append(shortFlags, "-json", name), &out, &errb); rc != 0 {
-				t.Fatalf("rc %d\nstdout:\n%s\nstderr:\n%s", rc, out.String(), errb.String())
-			}
+			b := mustRun(t, 0, append(shortFlags, "-json", name)...)
 			var rows []map[string]float64
-			if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
-				t.Fatalf("not one JSON array of rows: %v\n%s", err, out.String())
+			if err := json.Unmarshal([]byte(b.stdout), &rows); err != nil {
+				t.Fatalf("not one JSON array of rows: %v\n%s", err, b.stdout)
 			}
 			column := registryColumn(t, name)
 			want := wantSizes(name)
 			if len(rows) != len(want) {
-				t.Fatalf("%d rows, want %d:\n%s", len(rows), len(want), out.String())
+				t.Fatalf("%d rows, want %d:\n%s", len(rows), len(want), b.stdout)
 			}
 			for i, r := range rows {
 				if len(r) != 2 || r["size"] != float64(want[i]) {
@@ -189,26 +190,19 @@ func TestIterations(t *testing.T) {
 // TestTransferThreeRanks: ranks beyond 1 join the NI and every barrier but move
 // no data.
 func TestTransferThreeRanks(t *testing.T) {
-	var out, errb bytes.Buffer
-	args := []string{"-np", "3", "-min", "8", "-max", "16", "-iters", "20", "-window", "8", "-json", "put_rate"}
-	if rc := run(args, &out, &errb); rc != 0 {
-		t.Fatalf("rc %d\nstdout:\n%s\nstderr:\n%s", rc, out.String(), errb.String())
-	}
+	b := mustRun(t, 0, "-np", "3", "-min", "8", "-max", "16", "-iters", "20", "-window", "8", "-json", "put_rate")
 	var rows []map[string]float64
-	if err := json.Unmarshal(out.Bytes(), &rows); err != nil || len(rows) != 2 {
-		t.Fatalf("rows %v (%v):\n%s", rows, err, out.String())
+	if err := json.Unmarshal([]byte(b.stdout), &rows); err != nil || len(rows) != 2 {
+		t.Fatalf("rows %v (%v):\n%s", rows, err, b.stdout)
 	}
 }
 
 // TestTransferDeadline: ranks that run out of time fail (status 2) instead of
 // hanging.
 func TestTransferDeadline(t *testing.T) {
-	var out, errb bytes.Buffer
-	if rc := run([]string{"-timeout", "1ms", "put_lat"}, &out, &errb); rc != 2 {
-		t.Fatalf("rc %d, want 2\nstdout:\n%s\nstderr:\n%s", rc, out.String(), errb.String())
-	}
-	if !strings.Contains(errb.String(), "rank failed") {
-		t.Fatalf("stderr does not name the failed rank:\n%s", errb.String())
+	b := mustRun(t, 2, "-timeout", "1ms", "put_lat")
+	if !strings.Contains(b.stderr, "rank failed") {
+		t.Fatalf("stderr does not name the failed rank:\n%s", b.stderr)
 	}
 }
 
@@ -229,11 +223,11 @@ func init() {
 // TestTransferCheckFails: a failed data check on a rank is a failed test (status
 // 1) for the launcher, and the other rank does not hang.
 func TestTransferCheckFails(t *testing.T) {
-	var out, errb bytes.Buffer
-	if rc := run([]string{"-timeout", "1m", "test_badcheck"}, &out, &errb); rc != 1 {
-		t.Fatalf("rc %d, want 1\nstdout:\n%s\nstderr:\n%s", rc, out.String(), errb.String())
+	b := mustRun(t, 1, "-timeout", "1m", "test_badcheck")
+	if !strings.Contains(b.stderr, "rank 1") {
+		t.Fatalf("stderr does not name rank 1:\n%s", b.stderr)
 	}
-	if !strings.Contains(errb.String(), "rank 1") {
-		t.Fatalf("stderr does not name rank 1:\n%s", errb.String())
+	if !strings.Contains(b.ranks, "rank 1: injected corruption") {
+		t.Fatalf("rank 1 does not report the failed check:\n%s", b.ranks)
 	}
 }
