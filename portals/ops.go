@@ -107,6 +107,12 @@ func (ni *NI) validate(o *initOp, operand []byte) error {
 	if o.length > ni.limits.MaxMsgSize {
 		return fmt.Errorf("length %d above max_msg_size %d", o.length, ni.limits.MaxMsgSize)
 	}
+	if o.kind != msgGet && o.md.opts&MDVolatile != 0 && o.length > ni.limits.MaxVolatileSize {
+		// The data of a volatile descriptor must be out of it when the call returns:
+		// only max_volatile_size bytes can be (puts and atomics, fetching or not).
+		return fmt.Errorf("length %d from a volatile descriptor above max_volatile_size %d",
+			o.length, ni.limits.MaxVolatileSize)
+	}
 	if o.ack > OCAckReq {
 		return fmt.Errorf("ack request %d", o.ack)
 	}
