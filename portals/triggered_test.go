@@ -12,10 +12,10 @@ import (
 // TestTriggeredPutChain posts a put triggered at threshold 2 of a counter and
 // checks it leaves only once two increments happened.
 //
-// After the first increment, a probe put goes through the trigger runner behind
-// anything that increment fired (the runner starts operations in firing order)
-// and over the same connection: once the probe is acknowledged, a put fired
-// early would already have landed at the target.
+// After the first increment, a probe put is fired behind anything that increment
+// fired (fired operations are issued in firing order) and goes over the same
+// connection: once the probe is acknowledged, a put fired early would already
+// have landed at the target.
 func TestTriggeredPutChain(t *testing.T) {
 	nis := newNIs(t, 2, NIMatching|NIPhysical)
 	init, tgt := nis[0], nis[1]
@@ -113,7 +113,7 @@ func TestTriggeredCTIncCascade(t *testing.T) {
 		t.Fatalf("b never reached 100: %v", err)
 	}
 	// A trigger at a threshold already reached fires at once, behind the two
-	// above in the runner's queue: when it has run, so have they.
+	// above in firing order: when it has run, so have they.
 	if err := TriggeredCTInc(fin, CTEvent{Success: 1}, a, 3); err != nil {
 		t.Fatal(err)
 	}
