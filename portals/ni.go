@@ -14,8 +14,9 @@ import (
 	"github.com/goportals/goportals/me"
 )
 
-// maxLimits are the largest limits an NI grants; a desired value above one is cut
-// to it.
+// maxLimits are the largest limits an NI grants, and the limits of an NIInit
+// without desired limits (or of the desired fields left zero); a desired value
+// above one is cut to it.
 var maxLimits = Limits{
 	MaxEntries: 1 << 20, MaxUnexpectedHeaders: 1 << 16, MaxMDs: 1 << 16, MaxEQs: 1 << 10,
 	MaxCTs: 1 << 12, MaxPTIndex: 255, MaxIovecs: 1 << 16, MaxListSize: 1 << 20,
@@ -23,6 +24,13 @@ var maxLimits = Limits{
 	MaxFetchAtomicSize: eagerMax, MaxWAWOrderedSize: eagerMax, MaxWAROrderedSize: eagerMax,
 	MaxVolatileSize: eagerMax,
 }
+
+// minLimits are the smallest limits an NI grants; a desired value below one is
+// raised to it. They are the minimums of the reference's parameter table
+// (max_pt_index 1, max_fetch_atomic_size 8; 0 for the others), except the ordering
+// sizes, which the specification requires to be at least 64 (WAW) and 8 (WAR)
+// bytes on every interface.
+var minLimits = Limits{MaxPTIndex: 1, MaxFetchAtomicSize: 8, MaxWAWOrderedSize: 64, MaxWAROrderedSize: 8}
 
 // NI is a network interface (a ptl_handle_ni_t): the portal table, the descriptors
 // and entries bound to it, and the protocol engine that moves its data over one
@@ -90,23 +98,58 @@ func niSlot(opts NIOptions) (int, bool) {
 	return s, true
 }
 
-func grant(desired, max int) int {
-	if desired > 0 && desired < max {
-		return desired
+// grant is the value granted for a desired limit: clamped into [lo, hi] as the
+// reference's chk_param does, the default hi when the field is zero or negative.
+func grant[T int | uint64](desired, lo, hi T) T {
+	switch {
+	case desired <= 0:
+		return hi
+	case desired < lo:
+		return lo
+	case desired > hi:
+		return hi
 	}
-	return max
+	return desired
 }
 
-func grant64(desired, max uint64) uint64 {
-	if desired > 0 && desired < max {
-		return desired
+// grantLimits returns the limits an NI grants for desired (nil: the defaults).
+// The fetching atomic size never exceeds the atomic size, whose check fetching
+// atomics also pass in the reference.
+func grantLimits(desired *Limits) Limits {
+	var d Limits
+	if desired != nil {
+		d = *desired
 	}
-	return max
+	lo, hi := minLimits, maxLimits
+	atomic := grant(d.MaxAtomicSize, lo.MaxAtomicSize, hi.MaxAtomicSize)
+	return Limits{
+		MaxEntries:           grant(d.MaxEntries, lo.MaxEntries, hi.MaxEntries),
+		MaxUnexpectedHeaders: grant(d.MaxUnexpectedHeaders, lo.MaxUnexpectedHeaders, hi.MaxUnexpectedHeaders),
+		MaxMDs:               grant(d.MaxMDs, lo.MaxMDs, hi.MaxMDs),
+		MaxEQs:               grant(d.MaxEQs, lo.MaxEQs, hi.MaxEQs),
+		MaxCTs:               grant(d.MaxCTs, lo.MaxCTs, hi.MaxCTs),
+		MaxPTIndex:           grant(d.MaxPTIndex, lo.MaxPTIndex, hi.MaxPTIndex),
+		MaxIovecs:            grant(d.MaxIovecs, lo.MaxIovecs, hi.MaxIovecs),
+		MaxListSize:          grant(d.MaxListSize, lo.MaxListSize, hi.MaxListSize),
+		MaxTriggeredOps:      grant(d.MaxTriggeredOps, lo.MaxTriggeredOps, hi.MaxTriggeredOps),
+		MaxMsgSize:           grant(d.MaxMsgSize, lo.MaxMsgSize, hi.MaxMsgSize),
+		MaxAtomicSize:        atomic,
+		MaxFetchAtomicSize:   min(grant(d.MaxFetchAtomicSize, lo.MaxFetchAtomicSize, hi.MaxFetchAtomicSize), atomic),
+		MaxWAWOrderedSize:    grant(d.MaxWAWOrderedSize, lo.MaxWAWOrderedSize, hi.MaxWAWOrderedSize),
+		MaxWAROrderedSize:    grant(d.MaxWAROrderedSize, lo.MaxWAROrderedSize, hi.MaxWAROrderedSize),
+		MaxVolatileSize:      grant(d.MaxVolatileSize, lo.MaxVolatileSize, hi.MaxVolatileSize),
+	}
 }
 
 // NIInit initializes (or, when it exists, references again) the network interface
 // with the given options (PtlNIInit). It is collective: every rank of the job calls
 // it with the same options in the same order, since the NIs connect to each other.
+//
+// Each field of desired is granted clamped into the range the NI supports (see
+// Limits); a zero field, or a nil desired, asks for the largest value. The ordering
+// sizes are never below the specification's minimums (64 bytes for WAW, 8 for WAR).
+// A second NIInit of an existing NI ignores pid and desired and returns it, as the
+// specification says.
 func (p *Process) NIInit(iface Interface, opts NIOptions, pid PID, desired *Limits) (*NI, error) {
 	const name = "PtlNIInit"
 	if iface != IfaceDefault && iface != 0 {
@@ -122,20 +165,7 @@ func (p *Process) NIInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 		ni.refs++
 		return ni, nil
 	}
-	lim := maxLimits
-	if d := desired; d != nil {
-		lim = Limits{
-			MaxEntries: grant(d.MaxEntries, lim.MaxEntries), MaxUnexpectedHeaders: grant(d.MaxUnexpectedHeaders, lim.MaxUnexpectedHeaders),
-			MaxMDs: grant(d.MaxMDs, lim.MaxMDs), MaxEQs: grant(d.MaxEQs, lim.MaxEQs), MaxCTs: grant(d.MaxCTs, lim.MaxCTs),
-			MaxPTIndex: grant(d.MaxPTIndex, lim.MaxPTIndex), MaxIovecs: grant(d.MaxIovecs, lim.MaxIovecs),
-			MaxListSize: grant(d.MaxListSize, lim.MaxListSize), MaxTriggeredOps: grant(d.MaxTriggeredOps, lim.MaxTriggeredOps),
-			MaxMsgSize: grant64(d.MaxMsgSize, lim.MaxMsgSize), MaxAtomicSize: grant64(d.MaxAtomicSize, lim.MaxAtomicSize),
-			MaxFetchAtomicSize: min(grant64(d.MaxFetchAtomicSize, lim.MaxFetchAtomicSize), grant64(d.MaxAtomicSize, lim.MaxAtomicSize)),
-			MaxWAWOrderedSize:  grant64(d.MaxWAWOrderedSize, lim.MaxWAWOrderedSize),
-			MaxWAROrderedSize:  grant64(d.MaxWAROrderedSize, lim.MaxWAROrderedSize),
-			MaxVolatileSize:    grant64(d.MaxVolatileSize, lim.MaxVolatileSize),
-		}
-	}
+	lim := grantLimits(desired)
 	rank := p.rt.Rank()
 	if pid == PIDAny {
 		pid = PID(rank)
