@@ -16,8 +16,11 @@ import (
 // with the target and swap when "operand OP target" holds (CSWAP: equal); MSWAP
 // replaces the bits the operand selects.
 
-// checkAtomic validates an operation on a datatype and length.
-func checkAtomic(op AtomicOp, dt AtomicType, length uint64, fetching bool) error {
+// checkAtomic validates an operation on a datatype and length; swap says whether it
+// comes through PtlSwap, which takes exactly the swap operations (SWAP, the
+// conditional swaps, MSWAP), while PtlAtomic and PtlFetchAtomic take exactly the
+// others.
+func checkAtomic(op AtomicOp, dt AtomicType, length uint64, swap bool) error {
 	if !op.Valid() || !dt.Valid() {
 		return fmt.Errorf("atomic op %d / type %d undefined", op, dt)
 	}
@@ -37,8 +40,11 @@ func checkAtomic(op AtomicOp, dt AtomicType, length uint64, fetching bool) error
 			return fmt.Errorf("%v is undefined on %v", op, dt)
 		}
 	}
-	if op >= eq.OpSwap && !fetching {
+	if op >= eq.OpSwap && !swap {
 		return fmt.Errorf("%v needs PtlSwap", op)
+	}
+	if op < eq.OpSwap && swap {
+		return fmt.Errorf("%v is not a swap operation", op)
 	}
 	if op >= eq.OpCSwap && length != sz {
 		return fmt.Errorf("%v works on one element", op)

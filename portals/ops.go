@@ -137,9 +137,6 @@ func (ni *NI) validate(o *initOp, operand []byte) error {
 		if err := checkAtomic(o.atomOp, o.atomType, o.length, o.kind == msgSwap); err != nil {
 			return err
 		}
-		if o.kind == msgFetch && o.atomOp >= eq.OpSwap {
-			return fmt.Errorf("%v needs PtlSwap", o.atomOp)
-		}
 		if o.kind == msgSwap && o.atomOp >= eq.OpCSwap && len(operand) < o.atomType.Size() {
 			return fmt.Errorf("%v needs an operand of %d bytes", o.atomOp, o.atomType.Size())
 		}
