@@ -282,6 +282,7 @@ func TestCorpus(t *testing.T) {
 				regressions = append(regressions, n+" (not in the corpus)")
 			case retried && st == tests.Pass:
 				t.Logf("FLAKY %s: failed (%s), then passed when run again", n, run.reason[n])
+				fmt.Fprintf(os.Stderr, "ptltest corpus: FLAKY %s failed, then passed when run again\n", n)
 			default:
 				regressions = append(regressions, fmt.Sprintf("%s (%s)", n, run.reason[n]))
 			}
@@ -295,6 +296,9 @@ func TestCorpus(t *testing.T) {
 	if len(gained) > 0 {
 		t.Logf("%d tests pass that %s does not list:\n%s\nAdd them: %s, then commit %s.",
 			len(gained), passListFile, strings.Join(gained, "\n"), updateHint, passListFile)
+		// Seen without -v too, as the pass rate is.
+		fmt.Fprintf(os.Stderr, "ptltest corpus: %d new passes not in %s; add them with %s\n",
+			len(gained), passListFile, updateHint)
 	}
 }
 

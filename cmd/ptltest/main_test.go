@@ -141,7 +141,11 @@ func TestRefusals(t *testing.T) {
 func TestUnknownSymbols(t *testing.T) {
 	warn := `WARN testdata/symbols/unknown.xml:7: unknown symbol type="UINIT", read as 0`
 	warn2 := `WARN testdata/symbols/unknown.xml:8: unknown symbol ret="PERHAPS", read as 0`
-	code, out, errOut := runCLI(t, "testdata/symbols")
+	junit := filepath.Join(t.TempDir(), "report.xml")
+	code, out, errOut := runCLI(t, "-junit", junit, "testdata/symbols")
+	if data, err := os.ReadFile(junit); err != nil || !strings.Contains(string(data), "<system-out>"+strings.ReplaceAll(warn, `"`, "&#34;")) {
+		t.Errorf("the JUnit report lacks the warning in system-out (%v):\n%s", err, data)
+	}
 	if code != 0 || !strings.Contains(out, warn) || !strings.Contains(out, warn2) || !strings.Contains(out, "\nPASS unknown.xml\n") {
 		t.Errorf("without -strict: status %d, want 0, a pass and two warnings:\n%s%s", code, out, errOut)
 	}
