@@ -119,8 +119,9 @@ func (ni *NI) validate(o *initOp, operand []byte) error {
 	if o.ack == AckReqFull && o.md.eq == nil {
 		return fmt.Errorf("an ACK needs an event queue on the descriptor")
 	}
-	if (o.ack == CTAckReq || o.ack == OCAckReq) && o.md.ct == nil {
-		return fmt.Errorf("a counted ack needs a counting event on the descriptor")
+	if o.ack == CTAckReq && o.md.ct == nil {
+		// OC_ACK needs none: without a counter it counts nowhere, as in the reference.
+		return fmt.Errorf("a counting ack needs a counting event on the descriptor")
 	}
 	if int(o.pt) > ni.limits.MaxPTIndex {
 		return fmt.Errorf("portal index %d above max_pt_index", o.pt)
@@ -310,8 +311,10 @@ func (ni *NI) initEvent(o *initOp, m *MD, kind eq.EventKind, fail eq.NIFail, mle
 			(kind == eq.EventReply && m.opts&MDEventCTReply != 0) ||
 			(kind == eq.EventAck && m.opts&MDEventCTAck != 0)
 		if count {
+			// Bytes when the descriptor counts them, except for an operation-completed
+			// ack, which only ever counts operations.
 			n := uint64(1)
-			if m.opts&MDEventCTBytes != 0 {
+			if m.opts&MDEventCTBytes != 0 && !(kind == eq.EventAck && o.ack == OCAckReq) {
 				n = mlength
 			}
 			m.ct.count(ok, n)
