@@ -57,18 +57,23 @@ func (ni *NI) EQAlloc(count int) (*EQ, error) {
 	}
 	ni.mu.Lock()
 	defer ni.mu.Unlock()
-	if ni.nEQ >= ni.limits.MaxEQs {
+	if ni.dead.Load() {
+		return nil, opErr(op, ArgInvalid, fmt.Errorf("NI finalized"))
+	}
+	if len(ni.eqs) >= ni.limits.MaxEQs {
 		return nil, opErr(op, NoSpace, nil)
 	}
 	q, err := eq.NewQueue(count, ni.limits.MaxPTIndex+1)
 	if err != nil {
 		return nil, opErr(op, NoSpace, err)
 	}
-	ni.nEQ++
-	return &EQ{ni: ni, q: q}, nil
+	e := &EQ{ni: ni, q: q}
+	ni.eqs[e] = struct{}{}
+	return e, nil
 }
 
-// Free releases the queue (PtlEQFree); waiters return Interrupted.
+// Free releases the queue (PtlEQFree); waiters return Interrupted. A queue
+// released already, by Free or with its NI, is ArgInvalid.
 func (e *EQ) Free() error {
 	if e == nil || e.q == nil {
 		return nilHandle("PtlEQFree", "event queue")
@@ -77,7 +82,7 @@ func (e *EQ) Free() error {
 		return eqErr("PtlEQFree", err)
 	}
 	e.ni.mu.Lock()
-	e.ni.nEQ--
+	delete(e.ni.eqs, e)
 	e.ni.mu.Unlock()
 	return nil
 }
@@ -111,7 +116,7 @@ func (e *EQ) Wait(ctx context.Context) (Event, error) {
 	for i := 0; i < waitSpin; i++ {
 		ev, err := e.q.Get()
 		if err == nil || !errors.Is(err, eq.ErrEQEmpty) {
-			return ev, eqErr("PtlEQWait", err)
+			return ev, eqErr("PtlEQWait", interrupted(err, i > 0))
 		}
 		if i&63 == 63 {
 			if ctx.Err() != nil {
@@ -119,11 +124,24 @@ func (e *EQ) Wait(ctx context.Context) (Event, error) {
 			}
 			runtime.Gosched() // let a preempted progress goroutine finish its round
 		}
+		if e.ni.dead.Load() {
+			break // the queue dies with the NI: wait for that
+		}
 		e.ni.progressOnce(true)
 	}
 	e.ni.kick()
 	ev, err := e.q.Wait(ctx)
-	return ev, eqErr("PtlEQWait", err)
+	return ev, eqErr("PtlEQWait", interrupted(err, true))
+}
+
+// interrupted turns the error of an object freed while a wait went on into
+// eq.ErrInterrupted (PTL_INTERRUPTED): the object was live when the wait began
+// (begun), and only a free before the call is ARG_INVALID.
+func interrupted(err error, begun bool) error {
+	if begun && errors.Is(err, eq.ErrFreed) {
+		return eq.ErrInterrupted
+	}
+	return err
 }
 
 // EQPoll waits for an event on any of eqs (PtlEQPoll) and says which delivered it.
@@ -157,15 +175,20 @@ func (ni *NI) CTAlloc() (*CT, error) {
 	}
 	ni.mu.Lock()
 	defer ni.mu.Unlock()
-	if ni.nCT >= ni.limits.MaxCTs {
+	if ni.dead.Load() {
+		return nil, opErr(op, ArgInvalid, fmt.Errorf("NI finalized"))
+	}
+	if len(ni.cts) >= ni.limits.MaxCTs {
 		return nil, opErr(op, NoSpace, nil)
 	}
-	ni.nCT++
-	return &CT{ni: ni, c: eq.NewCounter()}, nil
+	c := &CT{ni: ni, c: eq.NewCounter()}
+	ni.cts[c] = struct{}{}
+	return c, nil
 }
 
 // Free releases the counter (PtlCTFree): its pending triggered operations are
-// dropped and its waiters return Interrupted.
+// dropped and its waiters return Interrupted. A counter released already, by Free
+// or with its NI, is ArgInvalid.
 func (c *CT) Free() error {
 	if c == nil || c.c == nil {
 		return nilHandle("PtlCTFree", "counting event")
@@ -174,7 +197,7 @@ func (c *CT) Free() error {
 		return eqErr("PtlCTFree", err)
 	}
 	c.ni.mu.Lock()
-	c.ni.nCT--
+	delete(c.ni.cts, c)
 	c.ni.mu.Unlock()
 	return nil
 }
@@ -197,7 +220,7 @@ func (c *CT) Wait(ctx context.Context, test uint64) (CTEvent, error) {
 		if c.c.Reached(test) || i&1023 == 0 { // a lock-free check; Get confirms (and sees a free)
 			v, err := c.c.Get()
 			if err != nil || v.Success >= test || v.Failure > 0 {
-				return v, eqErr("PtlCTWait", err)
+				return v, eqErr("PtlCTWait", interrupted(err, i > 0))
 			}
 		}
 		if i&63 == 63 {
@@ -206,11 +229,14 @@ func (c *CT) Wait(ctx context.Context, test uint64) (CTEvent, error) {
 			}
 			runtime.Gosched()
 		}
+		if c.ni.dead.Load() {
+			break // the counter dies with the NI: wait for that
+		}
 		c.ni.progressOnce(true)
 	}
 	c.ni.kick()
 	v, err := c.c.Wait(ctx, test)
-	return v, eqErr("PtlCTWait", err)
+	return v, eqErr("PtlCTWait", interrupted(err, true))
 }
 
 // Set sets the counter (PtlCTSet); triggered operations it reaches fire.

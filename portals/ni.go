@@ -55,8 +55,8 @@ type NI struct {
 	logical atomic.Pointer[[]ProcessID] // the logical map, replaced whole by SetMap
 	pts     []*pt
 	nMD     int
-	nEQ     int
-	nCT     int
+	eqs     map[*EQ]struct{} // the live event queues: they die with the NI
+	cts     map[*CT]struct{} // the live counting events: they die with the NI
 	ops     map[uint64]*initOp
 	nextOp  uint64
 	tops    map[uint64]*targetOp
@@ -173,6 +173,7 @@ func (p *Process) NIInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 	ni := &NI{proc: p, slot: slot, opts: opts, limits: lim, rank: rank, refs: 1,
 		self: ProcessID{NID: 0, PID: pid, Rank: Rank(rank)},
 		pts:  make([]*pt, lim.MaxPTIndex+1), ops: map[uint64]*initOp{}, tops: map[uint64]*targetOp{},
+		eqs: map[*EQ]struct{}{}, cts: map[*CT]struct{}{},
 		stop: make(chan struct{}), kickCh: make(chan struct{}, 1)}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -307,7 +308,18 @@ func (ni *NI) shutdown() {
 			t.releaseEntries()
 		}
 	}
+	eqs, cts := ni.eqs, ni.cts
+	ni.eqs, ni.cts = map[*EQ]struct{}{}, map[*CT]struct{}{}
 	ni.mu.Unlock()
+	// The event queues and counting events die with the NI: later uses are
+	// ARG_INVALID and the calls waiting on them return INTERRUPTED. Freeing a counter
+	// drops its triggered operations, whose cancellation takes the engine lock.
+	for e := range eqs {
+		e.q.Free()
+	}
+	for c := range cts {
+		c.c.Free()
+	}
 	if ni.reg != nil {
 		ni.reg.Close()
 	}
