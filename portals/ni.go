@@ -348,14 +348,15 @@ func (ni *NI) Matching() bool { return ni.opts&NIMatching != 0 }
 // Logical reports whether the NI addresses by rank (NILogical).
 func (ni *NI) Logical() bool { return ni.opts&NILogical != 0 }
 
-// ID returns the NI's process id (PtlGetId): the rank on a logical NI, NID and
+// ID returns the NI's process id (PtlGetId): on a logical NI its rank, the index
+// of its physical id in the map SetMap set (the job's order until then); NID and
 // PID on a physical one.
 func (ni *NI) ID() (ProcessID, error) {
 	if err := ni.check("PtlGetId"); err != nil {
 		return ProcessID{}, err
 	}
 	if ni.Logical() {
-		return ProcessID{Rank: Rank(ni.rank)}, nil
+		return ProcessID{Rank: ni.initiatorID().Rank}, nil
 	}
 	return ProcessID{NID: ni.self.NID, PID: ni.self.PID}, nil
 }
@@ -403,6 +404,11 @@ func (ni *NI) SetMap(m []ProcessID) error {
 		if _, ok := ni.rankOfPhys(id); !ok {
 			return opErr(op, ArgInvalid, fmt.Errorf("no process %d:%d in the job", id.NID, id.PID))
 		}
+	}
+	// The caller's rank is its index in the map: a map without it gives it none,
+	// which the reference refuses.
+	if logicalIndex(m, ni.self) < 0 {
+		return opErr(op, ArgInvalid, fmt.Errorf("the map does not hold this process (%d:%d)", ni.self.NID, ni.self.PID))
 	}
 	ni.mu.Lock()
 	c := append([]ProcessID(nil), m...)
@@ -471,16 +477,24 @@ func (ni *NI) idOfPeer(pr *peer) ProcessID {
 	return id
 }
 
-// initiatorID is how this NI names itself in the messages it sends.
+// initiatorID is how this NI names itself in the messages it sends: its physical
+// id, with its rank in the logical map on a logical NI.
 func (ni *NI) initiatorID() ProcessID {
 	id := ni.self
 	if ni.Logical() {
-		for r, p := range *ni.logical.Load() {
-			if p.NID == id.NID && p.PID == id.PID {
-				id.Rank = Rank(r)
-				break
-			}
+		if r := logicalIndex(*ni.logical.Load(), id); r >= 0 {
+			id.Rank = Rank(r)
 		}
 	}
 	return id
+}
+
+// logicalIndex is the first index of the physical id of id in m, or -1.
+func logicalIndex(m []ProcessID, id ProcessID) int {
+	for r, p := range m {
+		if p.NID == id.NID && p.PID == id.PID {
+			return r
+		}
+	}
+	return -1
 }
