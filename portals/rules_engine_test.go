@@ -458,3 +458,25 @@ func TestRuleFailedLongTransferPostsWithSuccessDisabled(t *testing.T) {
 		t.Fatalf("event %+v, want a failed PUT", ev)
 	}
 }
+
+// Rule: AUTO_FREE is the last event of an overflow entry even when one message both
+// unlinks and frees it (a use-once entry that keeps no unexpected header).
+func TestRuleAutoFreeLastInOneBatch(t *testing.T) {
+	for _, size := range []int{64, 256 << 10} {
+		nis := newNIs(t, 2, NIMatching|NIPhysical)
+		init, tgt := nis[0], nis[1]
+		q := mustEQ(t, tgt)
+		idx := mustPT(t, tgt, 0, q)
+		mustME(t, tgt, idx, MESpec{Start: make([]byte, size), UID: UIDAny,
+			Options: MEOpPut | MEUseOnce | MEUnexpectedHdrDisable | MEEventLinkDisable,
+			MatchID: anyProc(), MatchBits: 5}, OverflowList, 100)
+		putFrom(t, init, make([]byte, size), tgt, idx, 5)
+		var got []eq.EventKind
+		for len(got) < 3 {
+			got = append(got, waitEvent(t, q).Type)
+		}
+		if want := []eq.EventKind{eq.EventPut, eq.EventAutoUnlink, eq.EventAutoFree}; !sameEventKinds(got, want) {
+			t.Fatalf("size %d: events %v, want %v", size, got, want)
+		}
+	}
+}
