@@ -8,13 +8,14 @@ import (
 	"github.com/goportals/goportals/eq"
 )
 
-// Atomic arithmetic of the engine. LONG_DOUBLE is the x86-64 80-bit extended
-// format in 16 bytes; goportals computes it in double precision (results are
-// rounded to 53 bits of mantissa), which Go offers natively. The target applies an operation element by
-// element, in host byte order, serialized by the engine lock of the NI; fetching
-// forms copy the old contents out first. The conditional swaps compare the operand
-// with the target and swap when "operand OP target" holds (CSWAP: equal); MSWAP
-// replaces the bits the operand selects.
+// Atomic arithmetic of the engine. The target applies an operation element by
+// element, in host byte order, serialized by the engine lock of the NI, to the whole
+// elements the matched length holds (a trailing partial element is left alone);
+// fetching forms copy the old contents out first. The conditional swaps compare the
+// operand with the target and swap when "operand OP target" holds (CSWAP: equal);
+// MSWAP replaces the bits the operand selects. LONG_DOUBLE and LONG_DOUBLE_COMPLEX
+// are the platform's C long double (16 bytes on the wire): they are computed in C
+// (atomicops_longdouble_cgo.go) and not supported in a build without cgo.
 
 // checkAtomic validates an operation on a datatype and length; swap says whether it
 // comes through PtlSwap, which takes exactly the swap operations (SWAP, the
@@ -25,9 +26,6 @@ func checkAtomic(op AtomicOp, dt AtomicType, length uint64, swap bool) error {
 		return fmt.Errorf("atomic op %d / type %d undefined", op, dt)
 	}
 	sz := uint64(dt.Size())
-	if length%sz != 0 {
-		return fmt.Errorf("length %d not a multiple of %v's size %d", length, dt, sz)
-	}
 	isInt := dt <= eq.Uint32 || dt == eq.Int64 || dt == eq.Uint64
 	isComplex := dt == eq.FloatComplex || dt == eq.DoubleComplex || dt == eq.LongDoubleComplex
 	switch op {
@@ -46,8 +44,14 @@ func checkAtomic(op AtomicOp, dt AtomicType, length uint64, swap bool) error {
 	if op < eq.OpSwap && swap {
 		return fmt.Errorf("%v is not a swap operation", op)
 	}
-	if op >= eq.OpCSwap && length != sz {
-		return fmt.Errorf("%v works on one element", op)
+	if op >= eq.OpCSwap && length > sz {
+		// The operand is one element: as in the reference, any length up to it.
+		return fmt.Errorf("%v works on at most one element", op)
+	}
+	if dt == eq.LongDouble || dt == eq.LongDoubleComplex {
+		if err := longDoubleSupport(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -86,10 +90,6 @@ func load(dt AtomicType, b []byte) num {
 		return num{f: math.Float64frombits(le.Uint64(b)), kind: 'f'}
 	case eq.FloatComplex:
 		return num{c: complex(float64(math.Float32frombits(le.Uint32(b))), float64(math.Float32frombits(le.Uint32(b[4:])))), kind: 'c'}
-	case eq.LongDouble:
-		return num{f: fromFloat80(b), kind: 'f'}
-	case eq.LongDoubleComplex:
-		return num{c: complex(fromFloat80(b), fromFloat80(b[16:])), kind: 'c'}
 	default: // DoubleComplex
 		return num{c: complex(math.Float64frombits(le.Uint64(b)), math.Float64frombits(le.Uint64(b[8:]))), kind: 'c'}
 	}
@@ -121,11 +121,6 @@ func store(dt AtomicType, b []byte, v num) {
 	case eq.FloatComplex:
 		le.PutUint32(b, math.Float32bits(float32(real(v.c))))
 		le.PutUint32(b[4:], math.Float32bits(float32(imag(v.c))))
-	case eq.LongDouble:
-		toFloat80(b, v.f)
-	case eq.LongDoubleComplex:
-		toFloat80(b, real(v.c))
-		toFloat80(b[16:], imag(v.c))
 	default:
 		le.PutUint64(b, math.Float64bits(real(v.c)))
 		le.PutUint64(b[8:], math.Float64bits(imag(v.c)))
@@ -167,11 +162,28 @@ func boolNum(kind byte, t bool) num {
 	return num{kind: kind}
 }
 
-// applyAtomic applies op of datatype dt to dst with the operand src (same length),
-// and, for the conditional swaps, the comparison value cond (one element).
-func applyAtomic(op AtomicOp, dt AtomicType, dst, src, cond []byte) {
+// applyAtomic applies op of datatype dt to the whole elements that dst and the
+// operand data src both hold, with, for the conditional swaps and MSWAP, the
+// comparison value or mask cond (one element). It returns the number of bytes it
+// applied, a multiple of the element size: the mlength of the operation.
+func applyAtomic(op AtomicOp, dt AtomicType, dst, src, cond []byte) int {
 	sz := dt.Size()
-	for off := 0; off+sz <= len(dst) && off+sz <= len(src); off += sz {
+	if sz == 0 {
+		return 0
+	}
+	n := min(len(dst), len(src))
+	n -= n % sz
+	if n == 0 || (op >= eq.OpCSwap && len(cond) < sz) {
+		return 0
+	}
+	if dt == eq.LongDouble || dt == eq.LongDoubleComplex {
+		if longDoubleSupport() != nil {
+			return 0 // refused by checkAtomic first
+		}
+		applyLongDouble(op, dt, dst[:n], src[:n], cond[:min(len(cond), sz)])
+		return n
+	}
+	for off := 0; off < n; off += sz {
 		d, s := dst[off:off+sz], src[off:off+sz]
 		a, b := load(dt, d), load(dt, s)
 		var r num
@@ -231,57 +243,5 @@ func applyAtomic(op AtomicOp, dt AtomicType, dst, src, cond []byte) {
 		}
 		store(dt, d, r)
 	}
-}
-
-// fromFloat80 reads an x87 80-bit extended value (64-bit mantissa with explicit
-// integer bit, 15-bit exponent, sign) as the nearest float64.
-func fromFloat80(b []byte) float64 {
-	mant := binary.LittleEndian.Uint64(b)
-	se := binary.LittleEndian.Uint16(b[8:])
-	exp := int(se & 0x7fff)
-	neg := se&0x8000 != 0
-	var f float64
-	switch {
-	case exp == 0 && mant == 0:
-		f = 0
-	case exp == 0x7fff:
-		if mant<<1 == 0 {
-			f = math.Inf(1)
-		} else {
-			f = math.NaN()
-		}
-	default:
-		f = math.Ldexp(float64(mant), exp-16383-63)
-	}
-	if neg {
-		f = -f
-	}
-	return f
-}
-
-// toFloat80 writes f as an x87 80-bit extended value in the first 10 bytes of b
-// and zeroes the 6 bytes of padding.
-func toFloat80(b []byte, f float64) {
-	clear(b[:16])
-	var se uint16
-	if math.Signbit(f) {
-		se = 0x8000
-		f = -f
-	}
-	var mant uint64
-	switch {
-	case f == 0:
-	case math.IsInf(f, 0):
-		se |= 0x7fff
-		mant = 1 << 63
-	case math.IsNaN(f):
-		se |= 0x7fff
-		mant = 3 << 62
-	default:
-		frac, e := math.Frexp(f) // f = frac * 2^e, 0.5 <= frac < 1
-		mant = uint64(math.Ldexp(frac, 64))
-		se |= uint16(e - 1 + 16383)
-	}
-	binary.LittleEndian.PutUint64(b, mant)
-	binary.LittleEndian.PutUint16(b[8:], se)
+	return n
 }

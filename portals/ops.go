@@ -306,6 +306,12 @@ func (ni *NI) finish(o *initOp) {
 // descriptor's options and the ack kind say. Called with ni.mu held.
 func (ni *NI) initEvent(o *initOp, m *MD, kind eq.EventKind, fail eq.NIFail, mlength, roff uint64, list uint8) {
 	ok := fail == eq.NIOK
+	if kind != eq.EventSend && o.kind >= msgAtomic && o.kind <= msgSwap {
+		// An atomic applies whole elements only: its mlength counts those.
+		if sz := uint64(o.atomType.Size()); sz > 0 {
+			mlength -= mlength % sz
+		}
+	}
 	if m.ct != nil {
 		count := (kind == eq.EventSend && m.opts&MDEventCTSend != 0) ||
 			(kind == eq.EventReply && m.opts&MDEventCTReply != 0) ||
