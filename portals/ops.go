@@ -26,6 +26,7 @@ type initOp struct {
 	atomOp   AtomicOp
 	atomType AtomicType
 	pinned   *md.Pinned
+	stage    []byte // a long transfer's staging copy (nil: the target uses the descriptor's memory)
 	pr       *peer
 	long     bool
 	sendDone bool // the SEND event was posted (guarded by ni.mu)
@@ -92,6 +93,10 @@ func copyOp(o *initOp) *initOp {
 	c := *o
 	return &c
 }
+
+// maxRequestSegs is how many memory segments a long transfer's request names (16
+// bytes each, in the inline payload).
+const maxRequestSegs = eagerMax / 16
 
 // validate checks an operation's arguments against its descriptors and limits.
 func (ni *NI) validate(o *initOp, operand []byte) error {
@@ -232,19 +237,33 @@ func (ni *NI) issue(o *initOp, operand []byte) error {
 		ni.sent(o)
 		return nil
 	}
-	// Long transfer: the target reads from (put) or writes into (get) our region.
+	// Long transfer: the target reads from (put) or writes into (get) our region,
+	// whose segments the request names. A region of more segments than the request
+	// can carry goes through a contiguous staging copy: a put's data is copied into
+	// it now, a get's lands in it and is copied out before the REPLY event.
 	reg, err := ni.registry()
 	if err != nil {
 		return err
 	}
-	p, err := reg.Pin(o.md.mem, o.localOff, o.length)
+	mem, off := o.md.mem, o.localOff
+	var stage []byte
+	if o.md.mem.NumSegments() > maxRequestSegs {
+		if pieces, _ := o.md.mem.Slices(o.localOff, o.length, nil); len(pieces) > maxRequestSegs {
+			stage = make([]byte, o.length)
+			if o.kind != msgGet {
+				o.md.mem.ReadAt(stage, o.localOff)
+			}
+			mem, off = md.Bytes(stage), 0
+		}
+	}
+	p, err := reg.Pin(mem, off, o.length)
 	if err != nil {
 		return err
 	}
 	segs := p.Remote(nil)
-	if len(segs) > eagerMax/16 {
+	if len(segs) > maxRequestSegs { // cannot happen: a staging copy is one segment
 		p.Release()
-		return fmt.Errorf("%d memory segments in one transfer (at most %d): %w", len(segs), eagerMax/16, ErrNotSupported)
+		return fmt.Errorf("%d memory segments in one transfer (at most %d)", len(segs), maxRequestSegs)
 	}
 	buf := make([]byte, 16*len(segs))
 	for i, s := range segs {
@@ -256,7 +275,7 @@ func (ni *NI) issue(o *initOp, operand []byte) error {
 		p.Release()
 		return errPeerFailed
 	}
-	o.pinned, o.long = p, true
+	o.pinned, o.long, o.stage = p, true, stage
 	ni.mu.Unlock()
 	h.flags |= hfLong
 	return o.pr.send(&h, buf)
@@ -300,12 +319,18 @@ func (ni *NI) finish(o *initOp) {
 		o.pinned.Release()
 		o.pinned = nil
 	}
+	o.stage = nil
 }
 
 // initEvent posts and counts an initiator event on md's queue and counter, as the
 // descriptor's options and the ack kind say. Called with ni.mu held.
 func (ni *NI) initEvent(o *initOp, m *MD, kind eq.EventKind, fail eq.NIFail, mlength, roff uint64, list uint8) {
 	ok := fail == eq.NIOK
+	if kind == eq.EventReply && ok && o.kind == msgGet && o.stage != nil {
+		// A get staged for its many segments: its data goes into place before the
+		// event reports it.
+		m.mem.WriteAt(o.stage[:min(mlength, uint64(len(o.stage)))], o.localOff)
+	}
 	if kind != eq.EventSend && o.kind >= msgAtomic && o.kind <= msgSwap {
 		// An atomic applies whole elements only: its mlength counts those.
 		if sz := uint64(o.atomType.Size()); sz > 0 {
