@@ -161,17 +161,37 @@ func (p *Process) NIInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return nil, opErr(name, NoInit, fmt.Errorf("process closed"))
+	}
 	if ni := p.nis[slot]; ni != nil {
 		ni.refs++
 		return ni, nil
 	}
+	if pid > PIDAny {
+		return nil, opErr(name, ArgInvalid, fmt.Errorf("pid %#x above PID_ANY", uint32(pid)))
+	}
+	// All NIs of a process have its pid: the first claims it on the node (PID_ANY: a
+	// free one), the others take it and refuse any other.
+	claim := p.pid
+	if claim == nil {
+		var err error
+		if claim, err = claimPID(pid); err != nil {
+			switch {
+			case errors.Is(err, errPIDInUse):
+				return nil, opErr(name, PIDInUse, fmt.Errorf("pid %d", pid))
+			case errors.Is(err, errNoFreePID):
+				return nil, opErr(name, NoSpace, err)
+			}
+			return nil, opErr(name, Fail, err)
+		}
+	} else if pid != PIDAny && pid != claim.pid {
+		return nil, opErr(name, PIDInUse, fmt.Errorf("pid %d: the NIs of this process have pid %d", pid, claim.pid))
+	}
 	lim := grantLimits(desired)
 	rank := p.rt.Rank()
-	if pid == PIDAny {
-		pid = PID(rank)
-	}
 	ni := &NI{proc: p, slot: slot, opts: opts, limits: lim, rank: rank, refs: 1,
-		self: ProcessID{NID: 0, PID: pid, Rank: Rank(rank)},
+		self: ProcessID{NID: 0, PID: claim.pid, Rank: Rank(rank)},
 		pts:  make([]*pt, lim.MaxPTIndex+1), ops: map[uint64]*initOp{}, tops: map[uint64]*targetOp{},
 		eqs: map[*EQ]struct{}{}, cts: map[*CT]struct{}{},
 		stop: make(chan struct{}), kickCh: make(chan struct{}, 1)}
@@ -179,6 +199,9 @@ func (p *Process) NIInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 	defer cancel()
 	if err := ni.connect(ctx); err != nil {
 		ni.release()
+		if p.pid == nil {
+			claim.release()
+		}
 		if errors.Is(err, verbs.ErrMemlock) || errors.Is(err, verbs.ErrNoResources) {
 			return nil, opErr(name, NoSpace, err)
 		}
@@ -189,6 +212,7 @@ func (p *Process) NIInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 	go ni.run()
 	go ni.runTriggers()
 	p.nis[slot] = ni
+	p.pid = claim
 	return ni, nil
 }
 
@@ -279,6 +303,11 @@ func (ni *NI) Fini() error {
 		return nil
 	}
 	p.nis[ni.slot] = nil
+	if p.nis == [4]*NI{} {
+		// The process has no NI left: its pid is free on the node again.
+		p.pid.release()
+		p.pid = nil
+	}
 	p.mu.Unlock()
 	ni.shutdown()
 	return nil

@@ -2,10 +2,15 @@ package portals
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/goportals/goportals/internal/bootstrap"
@@ -36,6 +41,7 @@ type Process struct {
 
 	mu     sync.Mutex
 	nis    [4]*NI
+	pid    *pidClaim // the pid every NI of the process has; nil while it has none
 	closed bool
 }
 
@@ -67,12 +73,15 @@ func (p *Process) Close() error {
 	openProcs.Add(-1)
 	nis := p.nis
 	p.nis = [4]*NI{}
+	claim := p.pid
+	p.pid = nil
 	p.mu.Unlock()
 	for _, ni := range nis {
 		if ni != nil {
 			ni.shutdown()
 		}
 	}
+	claim.release()
 	if p.closer != nil {
 		return p.closer()
 	}
@@ -152,4 +161,91 @@ func NIInit(iface Interface, opts NIOptions, pid PID, desired *Limits) (*NI, err
 		return nil, err
 	}
 	return p.NIInit(iface, opts, pid, desired)
+}
+
+// Physical ids. A process has one pid, shared by all its NIs as the reference's
+// interface shares its own, from its first NIInit until its last NI is finalized.
+// Pids are unique on the node: a pid is claimed in a table of this OS process and,
+// on Linux (where the soft provider connects processes of a node), by binding an
+// abstract unix socket named after the user and the pid. The kernel refuses a second
+// bind of a name, in this process or another, and releases it when the socket is
+// closed or its process dies, so a crashed process leaves no stale claim and no
+// file behind.
+
+// pidClaim is a pid held by a process.
+type pidClaim struct {
+	pid  PID
+	sock io.Closer // the node-wide claim; nil off Linux
+}
+
+// errPIDInUse: the pid is claimed already.
+var errPIDInUse = errors.New("pid in use on this node")
+
+var pidTable struct {
+	mu     sync.Mutex
+	held   map[PID]bool
+	cursor uint32 // where the next PID_ANY search starts
+}
+
+// claimPID claims pid, or any free pid for PIDAny. It returns errPIDInUse when an
+// explicit pid is taken and errNoFreePID when PIDAny finds none free.
+func claimPID(pid PID) (*pidClaim, error) {
+	pidTable.mu.Lock()
+	defer pidTable.mu.Unlock()
+	if pidTable.held == nil {
+		pidTable.held = map[PID]bool{}
+		pidTable.cursor = uint32(os.Getpid()) * 2654435761 % uint32(PIDAny)
+	}
+	if pid != PIDAny {
+		return claimLocked(pid)
+	}
+	for i := uint32(0); i < uint32(PIDAny); i++ {
+		cand := PID((pidTable.cursor + i) % uint32(PIDAny))
+		c, err := claimLocked(cand)
+		if errors.Is(err, errPIDInUse) {
+			continue
+		}
+		if err == nil {
+			pidTable.cursor = uint32(cand) + 1
+		}
+		return c, err
+	}
+	return nil, errNoFreePID
+}
+
+// errNoFreePID: every pid of the node is claimed.
+var errNoFreePID = errors.New("no free pid on this node")
+
+// claimLocked claims one pid. Called with pidTable.mu held.
+func claimLocked(pid PID) (*pidClaim, error) {
+	if pidTable.held[pid] {
+		return nil, errPIDInUse
+	}
+	c := &pidClaim{pid: pid}
+	if runtime.GOOS == "linux" {
+		name := fmt.Sprintf("@goportals.uid%d.pid%d", os.Getuid(), pid)
+		conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: name, Net: "unixgram"})
+		if err != nil {
+			if errors.Is(err, syscall.EADDRINUSE) {
+				return nil, errPIDInUse
+			}
+			return nil, fmt.Errorf("claiming pid %d on this node: %w", pid, err)
+		}
+		c.sock = conn
+	}
+	pidTable.held[pid] = true
+	return c, nil
+}
+
+// release gives the pid back (nil: nothing).
+func (c *pidClaim) release() {
+	if c == nil {
+		return
+	}
+	pidTable.mu.Lock()
+	defer pidTable.mu.Unlock()
+	if c.sock != nil {
+		c.sock.Close()
+	}
+	delete(pidTable.held, c.pid)
 }
