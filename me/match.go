@@ -1,5 +1,7 @@
 package me
 
+import "github.com/goportals/goportals/eq"
+
 // Outcome says what became of an incoming message.
 type Outcome uint8
 
@@ -194,6 +196,12 @@ func (t *Table) Match(h *Header, out []Event) (MatchResult, []Event) {
 	}
 	if limit := t.limit(h.Op); limit != 0 && mlen > limit {
 		mlen = limit
+	}
+	if h.Op.isAtomic() {
+		// An atomic applies whole elements only, and reports what it applied.
+		if sz := uint64(eq.AtomicType(h.AtomicType).Size()); sz > 0 {
+			mlen -= mlen % sz
+		}
 	}
 	res.LocalOffset, res.MLength = off, mlen
 	res.AckDisabled = opts&AckDisable != 0

@@ -1,5 +1,7 @@
 package me
 
+import "github.com/goportals/goportals/eq"
+
 // A plain linear model of the me semantics, written independently of the hashed table:
 // entries in slices in list order, the unexpected list as a slice, every rule spelled out
 // again. FuzzMatchEquivalence drives both with the same operations. Entry handles are
@@ -239,6 +241,12 @@ func (m *refModel) match(h Header) (MatchResult, []Event) {
 	}
 	if limit > 0 && mlen > limit {
 		mlen = limit
+	}
+	if h.Op != OpKindPut && h.Op != OpKindGet {
+		// Whole elements of the datatype only.
+		if sz := uint64(eq.AtomicType(h.AtomicType).Size()); sz > 0 {
+			mlen = mlen / sz * sz
+		}
 	}
 	res.LocalOffset, res.MLength, res.AckDisabled = off, mlen, o&AckDisable != 0
 	if o&ManageLocal != 0 {

@@ -29,17 +29,18 @@
 // matches it (package me), pulls the data with RDMA READ straight into the entry's
 // memory and answers when done. A larger get is pushed with RDMA WRITE before the
 // reply. Atomics are computed at the target under the NI's engine lock, element by
-// element in host byte order (LONG_DOUBLE in double precision). Events go to event
-// queues and counting events (package eq) in Portals order: the communication
-// event, then AUTO_FREE, then AUTO_UNLINK; at the initiator SEND precedes ACK or
-// REPLY.
+// element in host byte order (LONG_DOUBLE in C long double through cgo; not
+// supported without cgo). Events go to event queues and counting events (package
+// eq) in the reference's order: the communication event, then AUTO_UNLINK, then
+// AUTO_FREE last; at the initiator SEND precedes ACK or REPLY.
 //
 // Progress: a caller waiting on an event queue or a counter drives the engine
 // itself for a while (no goroutine hand-off on the fast path), then sleeps; one
 // progress goroutine per NI completes one-sided operations when nobody waits, and
 // steps aside while callers poll. Triggered operations are queued when their
-// counter reaches the threshold and started in firing order by the NI's trigger
-// goroutine.
+// counter reaches the threshold and started in firing order, inside the API call
+// that released them (CTInc, CTSet, a triggered post past its threshold) or by
+// whoever runs progress for releases the engine counted.
 //
 // Flow control: on a portal table entry with PTFlowCtrl, a message that finds no
 // resources (no matching entry, full unexpected list, full event queue) disables the

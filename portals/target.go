@@ -156,10 +156,10 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 		old := ni.scratch(int(mlen))
 		e.mem.ReadAt(old, res.LocalOffset)
 		cur := append(ni.scratch2(int(mlen))[:0], old...)
-		applyAtomic(eq.AtomicOp(h.atomOp), eq.AtomicType(h.atomType), cur, data[:mlen], cond)
-		e.mem.WriteAt(cur, res.LocalOffset)
+		mlen = uint64(applyAtomic(eq.AtomicOp(h.atomOp), eq.AtomicType(h.atomType), cur, data[:mlen], cond))
+		e.mem.WriteAt(cur[:mlen], res.LocalOffset)
 		if h.kind != msgAtomic {
-			reply = old
+			reply = old[:mlen]
 		}
 	}
 	ni.deliverAll(t, evs)
