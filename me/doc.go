@@ -2,8 +2,9 @@
 // overflow list and the unexpected-header list, match entries and list entries, their
 // options, the match rules, truncation and the events each match produces, and search.
 //
-// me is pure logic: no verbs, no goroutines. It never imports portals (nor eq: the engine
-// maps me's Event records to event-queue records and counting-event increments).
+// me is pure logic: no verbs, no goroutines. It never imports portals; from eq it takes
+// only the atomic datatypes (an atomic matches whole elements). The engine maps me's
+// Event records to event-queue records and counting-event increments.
 //
 // # Model
 //
