@@ -72,8 +72,18 @@ func (m *MD) Release() error {
 	if m.released {
 		return opErr(op, ArgInvalid, fmt.Errorf("descriptor already released"))
 	}
+	// Completions that already arrived (an ACK the engine has not handled yet) are
+	// handled here first, so only operations truly outstanding make it IN_USE.
+	for round := 0; m.inflight > 0 && round < 4; round++ {
+		ni.mu.Unlock()
+		ni.assist()
+		ni.mu.Lock()
+		if m.released {
+			return opErr(op, ArgInvalid, fmt.Errorf("descriptor already released"))
+		}
+	}
 	if m.inflight > 0 {
-		return opErr(op, InUse, nil)
+		return opErr(op, InUse, fmt.Errorf("%d operations outstanding", m.inflight))
 	}
 	m.released = true
 	ni.nMD--
