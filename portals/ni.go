@@ -12,6 +12,7 @@ import (
 	"github.com/goportals/goportals/internal/verbs"
 	"github.com/goportals/goportals/md"
 	"github.com/goportals/goportals/me"
+	"github.com/goportals/goportals/regcache"
 )
 
 // maxLimits are the largest limits an NI grants, and the limits of an NIInit
@@ -150,6 +151,11 @@ func grantLimits(desired *Limits) Limits {
 // sizes are never below the specification's minimums (64 bytes for WAW, 8 for WAR).
 // A second NIInit of an existing NI ignores pid and desired and returns it, as the
 // specification says.
+//
+// The NIs of a process share one physical id, unique on the node: pid, or a free
+// one for PIDAny. A pid taken by another process, or other than the pid of the
+// process's other NIs, is PIDInUse; one above PIDAny is ArgInvalid. A bad
+// environment knob (see regcache.CheckEnv) is Fail.
 func (p *Process) NIInit(iface Interface, opts NIOptions, pid PID, desired *Limits) (*NI, error) {
 	const name = "PtlNIInit"
 	if iface != IfaceDefault && iface != 0 {
@@ -170,6 +176,10 @@ func (p *Process) NIInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 	}
 	if pid > PIDAny {
 		return nil, opErr(name, ArgInvalid, fmt.Errorf("pid %#x above PID_ANY", uint32(pid)))
+	}
+	// The pin cache is made on first use: its environment knobs are checked now.
+	if err := regcache.CheckEnv(); err != nil {
+		return nil, opErr(name, Fail, err)
 	}
 	// All NIs of a process have its pid: the first claims it on the node (PID_ANY: a
 	// free one), the others take it and refuse any other.

@@ -16,6 +16,7 @@ import (
 	"github.com/goportals/goportals/internal/bootstrap"
 	"github.com/goportals/goportals/internal/verbs"
 	"github.com/goportals/goportals/internal/verbs/soft"
+	"github.com/goportals/goportals/regcache"
 )
 
 // Runtime is what network interfaces need from the job launcher: this process's
@@ -108,13 +109,20 @@ var defaultProc struct {
 
 // Init initializes the library (PtlInit): it joins the job through the launcher's
 // bootstrap (a lone process is rank 0 of 1) and opens the soft verbs device. Init
-// may be called several times; each call needs a Fini.
+// may be called several times; each call needs a Fini. A bad environment knob
+// (PTL_RCACHE_*, PTL_CHECK_PFN; see regcache.CheckEnv) makes it fail (Fail) with an
+// error naming the variable and the values it accepts.
 func Init() error {
 	defaultProc.mu.Lock()
 	defer defaultProc.mu.Unlock()
 	if defaultProc.p != nil {
 		defaultProc.refs++
 		return nil
+	}
+	// The environment knobs are checked once the library starts (and at NIInit):
+	// a bad one is an error, never silently ignored.
+	if err := regcache.CheckEnv(); err != nil {
+		return opErr("PtlInit", Fail, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

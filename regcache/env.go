@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/goportals/goportals/driverhooks"
 )
 
 // Environment variables read by New (see the package documentation).
@@ -27,9 +29,48 @@ func (e *EnvError) Error() string {
 // Is makes errors.Is(err, ErrBadEnv) match.
 func (e *EnvError) Is(target error) bool { return target == ErrBadEnv }
 
+// envPrefix is the prefix of the cache's variables; a variable with it that is not
+// one of them (a misspelling) is an error rather than silently ignored.
+const envPrefix = "PTL_RCACHE_"
+
+// CheckEnv validates the environment knobs New reads (PTL_RCACHE_* and
+// PTL_CHECK_PFN), whatever Options a cache would be made with: a bad value or an
+// unknown PTL_RCACHE_ variable is an *EnvError naming the variable and the accepted
+// values, and PTL_CHECK_PFN=1 needs the page-frame oracle to open. Libraries that
+// make caches lazily call it when they start, so a bad knob fails there.
+func CheckEnv() error {
+	var o Options
+	if err := applyEnv(&o); err != nil {
+		return err
+	}
+	if driverhooks.CheckPFNEnabled() {
+		pfn, err := driverhooks.OpenPFNOracle()
+		if err != nil {
+			return fmt.Errorf("regcache: %s=1 asked for the page-frame oracle: %w", driverhooks.CheckPFNEnv, err)
+		}
+		pfn.Close()
+	}
+	return nil
+}
+
 // applyEnv fills the zero fields of o from the environment; PTL_RCACHE_DISABLE wins
-// over everything.
+// over everything. Every knob is validated, including those o overrides.
 func applyEnv(o *Options) error {
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, envPrefix) && k != EnvDisable && k != EnvMaxEntries && k != EnvMaxBytes {
+			return &EnvError{k, v, "unknown variable (the cache reads " + EnvDisable + ", " + EnvMaxBytes +
+				" and " + EnvMaxEntries + ")"}
+		}
+	}
+	if v, ok := os.LookupEnv(driverhooks.CheckPFNEnv); ok && v != "" {
+		switch v { // the values driverhooks.CheckPFNEnabled knows
+		case "1", "true", "yes", "on", "0", "false", "no", "off":
+		default:
+			return &EnvError{driverhooks.CheckPFNEnv, v,
+				"want 1, true, yes or on to check page frames, or 0, false, no or off (lower case)"}
+		}
+	}
 	if v, ok := os.LookupEnv(EnvDisable); ok && v != "" {
 		b, err := parseBool(v)
 		if err != nil {
@@ -37,19 +78,23 @@ func applyEnv(o *Options) error {
 		}
 		o.Disable = o.Disable || b
 	}
-	if v, ok := os.LookupEnv(EnvMaxEntries); ok && v != "" && o.MaxEntries == 0 {
+	if v, ok := os.LookupEnv(EnvMaxEntries); ok && v != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n <= 0 {
 			return &EnvError{EnvMaxEntries, v, "want a positive integer"}
 		}
-		o.MaxEntries = n
+		if o.MaxEntries == 0 {
+			o.MaxEntries = n
+		}
 	}
-	if v, ok := os.LookupEnv(EnvMaxBytes); ok && v != "" && o.MaxBytes == 0 {
+	if v, ok := os.LookupEnv(EnvMaxBytes); ok && v != "" {
 		n, err := parseSize(v)
 		if err != nil || n == 0 {
-			return &EnvError{EnvMaxBytes, v, "want a positive size in bytes, optionally with K, M or G (powers of 1024)"}
+			return &EnvError{EnvMaxBytes, v, "want a positive size in bytes, optionally with K, M, G or T (powers of 1024)"}
 		}
-		o.MaxBytes = n
+		if o.MaxBytes == 0 {
+			o.MaxBytes = n
+		}
 	}
 	return nil
 }
