@@ -31,6 +31,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("SOFT_CHILD") == "1" {
 		os.Exit(runChild())
 	}
+	if m := os.Getenv(memlockChildEnv); m != "" {
+		os.Exit(runMemlockChild(m))
+	}
 	os.Exit(m.Run())
 }
 

@@ -1,6 +1,7 @@
 package soft
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/goportals/goportals/internal/verbs"
@@ -25,6 +26,40 @@ var softEnv = verbstest.Env{
 	},
 }
 
-func TestConformance(t *testing.T) { verbstest.Run(t, softEnv) }
+// softMlockEnv is softEnv with the mlock fallback forced (PTL_SOFT_PIN=mlock), so
+// both pin methods pass the suite wherever io_uring is available.
+var softMlockEnv = verbstest.Env{
+	Name: "soft/mlock",
+	Open: func(tb testing.TB) (verbs.Context, verbs.Context) {
+		var cs [2]*Context
+		for i := range cs {
+			c, err := openPinned(PinMlock)
+			if err == nil && c.PinMethod() != PinMlock {
+				err = fmt.Errorf("PinMethod %q, want %q", c.PinMethod(), PinMlock)
+			}
+			if err != nil {
+				if i == 1 {
+					cs[0].Close()
+				}
+				tb.Fatal(err)
+			}
+			cs[i] = c
+		}
+		return cs[0], cs[1]
+	},
+}
+
+func TestConformance(t *testing.T) {
+	t.Run("default", func(t *testing.T) {
+		c, err := Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("pin method %s %s", c.PinMethod(), c.pinWhy)
+		c.Close()
+		verbstest.Run(t, softEnv)
+	})
+	t.Run("mlock", func(t *testing.T) { verbstest.Run(t, softMlockEnv) })
+}
 
 func BenchmarkInProcessSendLatency8B(b *testing.B) { verbstest.BenchSendLatency(b, softEnv) }

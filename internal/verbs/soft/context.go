@@ -20,6 +20,11 @@ type Context struct {
 	nonce uint64
 	pid   int
 
+	// uring holds the pins of registered regions (nil: they are mlocked, and
+	// pinWhy says why).
+	uring  *uringPinner
+	pinWhy string
+
 	mrMu    sync.Mutex
 	freeMR  []uint32
 	mrGen   [maxMR]uint32 // last generation per slot
@@ -50,8 +55,19 @@ type Context struct {
 	wg       sync.WaitGroup
 }
 
-// Open opens a context on the soft device.
+// Open opens a context on the soft device. The environment variable PTL_SOFT_PIN
+// chooses how it pins registered memory (see PinMethod).
 func Open() (*Context, error) {
+	want, err := pinChoice()
+	if err != nil {
+		return nil, verbs.Errorf("open_device", verbs.ErrInvalidArgument, err)
+	}
+	return openPinned(want)
+}
+
+// openPinned opens a context that pins with method want (PinIOUring, PinMlock, or
+// "" for the best available).
+func openPinned(want string) (*Context, error) {
 	if !supported {
 		return nil, verbs.Errorf("open_device", verbs.ErrNotSupported, errNoPlatformErr())
 	}
@@ -71,6 +87,10 @@ func Open() (*Context, error) {
 	}
 	for i := maxMR - 1; i >= 0; i-- {
 		c.freeMR = append(c.freeMR, uint32(i))
+	}
+	if err := c.setupPinning(want); err != nil {
+		seg.close()
+		return nil, err
 	}
 	c.view.init(c.pid, c.nonce)
 	c.active.Store(&[]*qp{})
@@ -149,6 +169,7 @@ func (c *Context) Close() error {
 			m.dereg()
 		}
 	}
+	c.uring.close()
 	c.mu.Lock()
 	for q := range c.cqs {
 		if q.closed.CompareAndSwap(false, true) {

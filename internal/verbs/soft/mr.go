@@ -8,8 +8,9 @@ import (
 	"github.com/goportals/goportals/internal/verbs"
 )
 
-// mr is a registered region: its pages are pinned with mlock, their translations
-// snapshotted, and an entry of the shared MR table describes it to peers.
+// mr is a registered region: its pages are pinned (see PinMethod), their
+// translations snapshotted, and an entry of the shared MR table describes it to
+// peers.
 type mr struct {
 	ctx    *Context
 	pd     *pd
@@ -20,7 +21,8 @@ type mr struct {
 	key    uint32
 	access verbs.Access
 	pages  [2]uintptr // pinned [start, end)
-	xlate  []uint64   // page-map snapshot at registration (nil when unreadable)
+	pin    pinHandle
+	xlate  []uint64 // page-map snapshot at registration (nil when unreadable)
 	dead   atomic.Bool
 }
 
@@ -63,17 +65,18 @@ func (p *pd) RegMR(mem []byte, access verbs.Access) (verbs.MR, error) {
 	addr := uintptr(base)
 	start := addr &^ (pageSize - 1)
 	end := (addr + uintptr(len(mem)) + pageSize - 1) &^ (pageSize - 1)
-	if err := pin(start, end); err != nil {
+	h, err := c.pinRange(start, end)
+	if err != nil {
 		return nil, err
 	}
 	m := &mr{ctx: c, pd: p, mem: mem, base: base, addr: uint64(addr), size: uint64(len(mem)), access: access,
-		pages: [2]uintptr{start, end}}
+		pages: [2]uintptr{start, end}, pin: h}
 	m.xlate = translate(start, int((end-start)/pageSize))
 
 	c.mrMu.Lock()
 	if len(c.freeMR) == 0 {
 		c.mrMu.Unlock()
-		unpin(start, end)
+		c.unpinRange(h, start, end)
 		return nil, verbs.Errorf("reg_mr", verbs.ErrNoResources, nil)
 	}
 	idx := c.freeMR[len(c.freeMR)-1]
@@ -143,7 +146,7 @@ func (m *mr) dereg() {
 		time.Sleep(50 * time.Microsecond)
 	}
 	c.mrs[idx].Store(nil)
-	unpin(m.pages[0], m.pages[1])
+	c.unpinRange(m.pin, m.pages[0], m.pages[1])
 	c.mrMu.Lock()
 	if c.mrUses[idx] >= genMask-1 {
 		quarantine = true // a full cycle of generations: a new one could repeat an old key

@@ -2,6 +2,8 @@ package soft
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"sync"
 	"syscall"
 
@@ -9,6 +11,119 @@ import (
 )
 
 const pageSize = 4096
+
+// Pin methods, as Context.PinMethod reports them.
+const (
+	// PinIOUring: regions are pinned as an HCA pins them, with long-term page
+	// references held by the context's io_uring registered-buffer table. The pages
+	// stay ordinary memory: madvise(MADV_DONTNEED) on a registered range succeeds,
+	// the next touch maps new frames, and the registration keeps the old frames
+	// allocated (its page-map snapshot stays exact) until Dereg. Each registration
+	// is charged on its own to RLIMIT_MEMLOCK (overlapping regions count twice, as
+	// with ibv_reg_mr), against the user's pinned total. Memory that cannot be
+	// pinned for writing (read-only, or a shared mapping of a regular file) is
+	// mlocked instead, region by region.
+	PinIOUring = "io_uring"
+	// PinMlock: regions are pinned with mlock, counted per page so overlapping
+	// regions share the lock. mlock keeps pages resident but holds no reference:
+	// madvise(MADV_DONTNEED) on a locked range fails with EINVAL. The fallback where
+	// io_uring is unavailable (kernel.io_uring_disabled, ENOSYS, a seccomp filter).
+	PinMlock = "mlock"
+)
+
+// pinEnv chooses the pin method of contexts opened afterwards: "io_uring" (Open
+// fails with verbs.ErrNotSupported when it is unavailable), "mlock", or empty or
+// "auto" for io_uring when available, mlock otherwise.
+const pinEnv = "PTL_SOFT_PIN"
+
+// pinTableSlots is the size of a context's io_uring buffer table, the kernel's
+// bound: one slot per GiB of a region, so room for maxMR regions of 4 GiB.
+const pinTableSlots = 1 << 14
+
+// pinChoice reads pinEnv.
+func pinChoice() (string, error) {
+	switch v := os.Getenv(pinEnv); v {
+	case "", "auto":
+		return "", nil
+	case PinIOUring, PinMlock:
+		return v, nil
+	default:
+		return "", fmt.Errorf("%s=%q: want %s, %s or auto", pinEnv, v, PinIOUring, PinMlock)
+	}
+}
+
+// setupPinning gives c its pin method: want is PinIOUring, PinMlock or "" (the
+// best available).
+func (c *Context) setupPinning(want string) error {
+	if want == PinMlock {
+		c.pinWhy = "chosen"
+		return nil
+	}
+	u, err := newUringPinner(pinTableSlots)
+	if err != nil {
+		if want == PinIOUring {
+			return verbs.Errorf("open_device", verbs.ErrNotSupported, err)
+		}
+		c.pinWhy = err.Error()
+		return nil
+	}
+	c.uring = u
+	return nil
+}
+
+// PinMethod reports how the context pins registered memory: PinIOUring or
+// PinMlock (see their descriptions). The environment variable PTL_SOFT_PIN
+// chooses it when the context is opened: "io_uring", "mlock", or by default
+// io_uring where the kernel allows it and mlock elsewhere.
+func (c *Context) PinMethod() string {
+	if c.uring != nil {
+		return PinIOUring
+	}
+	return PinMlock
+}
+
+// pinHandle is how one region's pages are held.
+type pinHandle struct {
+	slots  []uint32 // io_uring buffer-table slots
+	locked bool     // mlock pin (the per-page counts below)
+}
+
+// pinRange pins the pages of [start, end) (page aligned) for one region.
+func (c *Context) pinRange(start, end uintptr) (pinHandle, error) {
+	if c.uring != nil {
+		slots, err := c.uring.pin(start, end)
+		if err == nil {
+			return pinHandle{slots: slots}, nil
+		}
+		if !errors.Is(err, syscall.EFAULT) {
+			return pinHandle{}, uringPinError(err)
+		}
+		// Not pinnable for writing (read-only or a shared file mapping): an HCA
+		// registers it anyway, so lock it.
+	}
+	if err := pin(start, end); err != nil {
+		return pinHandle{}, err
+	}
+	return pinHandle{locked: true}, nil
+}
+
+// unpinRange drops the pins pinRange took.
+func (c *Context) unpinRange(h pinHandle, start, end uintptr) {
+	if h.slots != nil {
+		c.uring.unpin(h.slots)
+	}
+	if h.locked {
+		unpin(start, end)
+	}
+}
+
+func uringPinError(err error) error {
+	var errno syscall.Errno
+	if errors.As(err, &errno) && errno == syscall.ENOMEM {
+		return verbs.Errorf("reg_mr", verbs.ErrMemlock, err)
+	}
+	return verbs.Errorf("reg_mr", verbs.ErrNoResources, err)
+}
 
 // mlock does not nest: unlocking a page unlocks it for every registration that
 // covers it. pins counts registrations per page so overlapping regions stay pinned

@@ -34,3 +34,13 @@ func munlockRange(uintptr, uintptr) error   { return errNoPlatform }
 func translate(uintptr, int) []uint64       { return nil }
 func bootID() [16]byte                      { return [16]byte{} }
 func errNoPlatformErr() error               { return errNoPlatform }
+
+// uringPinner exists on Linux only.
+type uringPinner struct{}
+
+var uringSlotMax uint64 = 1 << 30
+
+func newUringPinner(int) (*uringPinner, error)              { return nil, errNoPlatform }
+func (*uringPinner) pin(uintptr, uintptr) ([]uint32, error) { return nil, errNoPlatform }
+func (*uringPinner) unpin([]uint32)                         {}
+func (*uringPinner) close()                                 {}
