@@ -382,3 +382,137 @@ func pairForPin(t testing.TB) (*side, *side) {
 	}
 	return a, b
 }
+
+// freeSlots returns the number of empty slots in c's table.
+func (c *Context) freeSlots() int {
+	c.uring.mu.Lock()
+	defer c.uring.mu.Unlock()
+	return len(c.uring.free)
+}
+
+// TestPinSplitsSlots: a region larger than one slot holds is pinned in several
+// (the kernel bounds a registered buffer at 1 GiB), every page of it is pinned,
+// and Dereg empties them all; a full table refuses a registration with
+// ErrNoResources and leaves nothing behind.
+func TestPinSplitsSlots(t *testing.T) {
+	c, pd := openForPin(t)
+	if c.PinMethod() != PinIOUring {
+		t.Skipf("pinning with %s", c.PinMethod())
+	}
+	c.uring.slotMax = 16 * pageSize
+	free0 := c.freeSlots()
+	mem := anonPages(t, 16*5+3)
+	pin0 := vmStatus(t, "VmPin")
+	reg, err := pd.RegMR(mem[100:], rw) // starts inside the first page
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := reg.(*mr); len(m.pin.slots) != 6 || m.pin.locked {
+		t.Fatalf("83 pages in slots of 16: %d slots (locked %v), want 6", len(m.pin.slots), m.pin.locked)
+	}
+	if got := vmStatus(t, "VmPin") - pin0; got != 83*pageSize/1024 {
+		t.Errorf("VmPin grew by %d KiB, want %d", got, 83*pageSize/1024)
+	}
+	if err := unix.Madvise(mem, unix.MADV_DONTNEED); err != nil {
+		t.Errorf("madvise: %v", err)
+	}
+	if err := reg.Dereg(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.freeSlots(); got != free0 {
+		t.Errorf("%d free slots after Dereg, %d before", got, free0)
+	}
+	if got := vmStatus(t, "VmPin"); got != pin0 {
+		t.Errorf("VmPin %d KiB after Dereg, %d before", got, pin0)
+	}
+
+	// A table of 4 slots: a region needing 6 is refused, one needing 4 fits.
+	small, err := newUringPinner(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small.slotMax = 16 * pageSize
+	c.life.Lock()
+	c.uring.close()
+	c.uring = small
+	c.life.Unlock()
+	if _, err := pd.RegMR(mem, rw); !errors.Is(err, verbs.ErrNoResources) {
+		t.Fatalf("a region needing 6 slots of 4: %v, want ErrNoResources", err)
+	}
+	if got := c.freeSlots(); got != 4 {
+		t.Fatalf("%d free slots after the refusal, want 4", got)
+	}
+	if got := vmStatus(t, "VmPin"); got != pin0 {
+		t.Errorf("VmPin %d KiB after the refusal, %d before", got, pin0)
+	}
+	reg, err = pd.RegMR(mem[:64*pageSize], rw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Dereg(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPinConcurrent: registrations and deregistrations from many goroutines, some
+// overlapping the same pages, leave the table and the pinned total as they found
+// them, and closing a context with regions still registered unpins them.
+func TestPinConcurrent(t *testing.T) {
+	c, pd := openForPin(t)
+	if c.PinMethod() != PinIOUring {
+		t.Skipf("pinning with %s", c.PinMethod())
+	}
+	free0 := c.freeSlots()
+	pin0 := vmStatus(t, "VmPin")
+	shared := anonPages(t, 64)
+	const workers, rounds = 8, 200
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			own := make([]byte, (w+1)*pageSize)
+			for i := range rounds {
+				b := own
+				if i%2 == 1 {
+					b = shared[(w*i)%32*pageSize:][:16*pageSize]
+				}
+				m, err := pd.RegMR(b, rw)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if err := m.Dereg(); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := c.freeSlots(); got != free0 {
+		t.Errorf("%d free slots, %d before", got, free0)
+	}
+	if got := vmStatus(t, "VmPin"); got != pin0 {
+		t.Errorf("VmPin %d KiB, %d before", got, pin0)
+	}
+
+	// Close with regions registered.
+	for range 4 {
+		if _, err := pd.RegMR(anonPages(t, 8), rw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := vmStatus(t, "VmPin") - pin0; got != 4*8*pageSize/1024 {
+		t.Errorf("VmPin grew by %d KiB for 4 regions of 8 pages", got)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := vmStatus(t, "VmPin"); got != pin0 {
+		t.Errorf("VmPin %d KiB after Close, %d before", got, pin0)
+	}
+}

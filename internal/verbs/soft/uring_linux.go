@@ -19,14 +19,16 @@ import (
 // madvise(MADV_DONTNEED) on them succeeds, the next touch maps new frames, and the
 // old frames stay allocated until the slot is emptied.
 type uringPinner struct {
-	fd int
+	fd      int
+	slotMax uintptr // the largest range one slot holds (page aligned)
 
 	mu   sync.Mutex
 	free []uint32 // empty slots, a stack
 }
 
-// uringSlotMax is the largest iovec installed in one slot (the kernel's bound);
-// larger ranges take several slots. Tests lower it to exercise the splitting.
+// uringSlotMax is the largest iovec installed in one slot (the kernel's bound) by
+// the pinners created afterwards; larger ranges take several slots. Tests lower it
+// to exercise the splitting.
 var uringSlotMax uint64 = ioringMaxBufSize
 
 // newUringPinner creates the ring and registers an empty table of slots entries.
@@ -43,7 +45,8 @@ func newUringPinner(slots int) (*uringPinner, error) {
 		unix.Close(int(fd))
 		return nil, fmt.Errorf("io_uring_register(BUFFERS2, sparse %d): %w", slots, e)
 	}
-	u := &uringPinner{fd: int(fd), free: make([]uint32, 0, slots)}
+	u := &uringPinner{fd: int(fd), slotMax: max(uintptr(uringSlotMax)&^(pageSize-1), pageSize),
+		free: make([]uint32, 0, slots)}
 	for i := slots - 1; i >= 0; i-- {
 		u.free = append(u.free, uint32(i))
 	}
@@ -78,8 +81,8 @@ func (u *uringPinner) set(slot uint32, addr, n uintptr) error {
 // RLIMIT_MEMLOCK, EFAULT for memory that cannot be pinned for writing (read-only,
 // or a shared file mapping), ENOSPC when the table is full.
 func (u *uringPinner) pin(start, end uintptr) ([]uint32, error) {
-	max := uintptr(uringSlotMax) &^ (pageSize - 1)
-	need := int((end - start + max - 1) / max)
+	step := u.slotMax
+	need := int((end - start + step - 1) / step)
 	u.mu.Lock()
 	if len(u.free) < need {
 		u.mu.Unlock()
@@ -90,8 +93,8 @@ func (u *uringPinner) pin(start, end uintptr) ([]uint32, error) {
 	u.free = u.free[:len(u.free)-need]
 	u.mu.Unlock()
 	for i, s := range slots {
-		a := start + uintptr(i)*max
-		n := min(max, end-a)
+		a := start + uintptr(i)*step
+		n := min(step, end-a)
 		if err := u.set(s, a, n); err != nil {
 			u.unpin(slots[:i])
 			u.release(slots[i:])
