@@ -20,8 +20,8 @@ type Context struct {
 	nonce uint64
 	pid   int
 
-	// uring holds the pins of registered regions (nil: they are mlocked, and
-	// pinWhy says why).
+	// uring holds the pins of registered regions: the process's pin holder (nil:
+	// they are mlocked, and pinWhy says why).
 	uring  *uringPinner
 	pinWhy string
 
@@ -169,7 +169,6 @@ func (c *Context) Close() error {
 			m.dereg()
 		}
 	}
-	c.uring.close()
 	c.mu.Lock()
 	for q := range c.cqs {
 		if q.closed.CompareAndSwap(false, true) {

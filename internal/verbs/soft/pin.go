@@ -15,7 +15,8 @@ const pageSize = 4096
 // Pin methods, as Context.PinMethod reports them.
 const (
 	// PinIOUring: regions are pinned as an HCA pins them, with long-term page
-	// references held by the context's io_uring registered-buffer table. The pages
+	// references held by a registered-buffer table of io_uring (one instance per
+	// process, never used for I/O, created by the first such Open). The pages
 	// stay ordinary memory: madvise(MADV_DONTNEED) on a registered range succeeds,
 	// the next touch maps new frames, and the registration keeps the old frames
 	// allocated (its page-map snapshot stays exact) until Dereg. Each registration
@@ -36,8 +37,9 @@ const (
 // "auto" for io_uring when available, mlock otherwise.
 const pinEnv = "PTL_SOFT_PIN"
 
-// pinTableSlots is the size of a context's io_uring buffer table, the kernel's
-// bound: one slot per GiB of a region, so room for maxMR regions of 4 GiB.
+// pinTableSlots is the size of the process's io_uring buffer table, the kernel's
+// bound: one slot per GiB of a region, so room for maxMR regions of 4 GiB. An empty
+// table costs about 20 ns a slot to register (0.3 ms in all), paid once.
 const pinTableSlots = 1 << 14
 
 // pinChoice reads pinEnv.
@@ -52,6 +54,36 @@ func pinChoice() (string, error) {
 	}
 }
 
+// procPinner is the process's pin holder, shared by its contexts and created by
+// the first Open that pins with io_uring. It lives as long as the process.
+var procPinner struct {
+	mu  sync.Mutex
+	u   *uringPinner
+	err error // a lasting refusal: later Opens do not try again
+}
+
+// processPinner returns the process's pin holder, creating it if need be.
+func processPinner() (*uringPinner, error) {
+	procPinner.mu.Lock()
+	defer procPinner.mu.Unlock()
+	if procPinner.u != nil || procPinner.err != nil {
+		return procPinner.u, procPinner.err
+	}
+	u, err := newUringPinner(pinTableSlots)
+	if err != nil {
+		// Out of memory, of lockable memory or of descriptors may pass; a kernel
+		// without io_uring, io_uring_disabled or a seccomp filter does not.
+		var errno syscall.Errno
+		if !errors.As(err, &errno) || (errno != syscall.ENOMEM && errno != syscall.EMFILE &&
+			errno != syscall.ENFILE && errno != syscall.EAGAIN) {
+			procPinner.err = err
+		}
+		return nil, err
+	}
+	procPinner.u = u
+	return u, nil
+}
+
 // setupPinning gives c its pin method: want is PinIOUring, PinMlock or "" (the
 // best available).
 func (c *Context) setupPinning(want string) error {
@@ -59,7 +91,7 @@ func (c *Context) setupPinning(want string) error {
 		c.pinWhy = "chosen"
 		return nil
 	}
-	u, err := newUringPinner(pinTableSlots)
+	u, err := processPinner()
 	if err != nil {
 		if want == PinIOUring {
 			return verbs.Errorf("open_device", verbs.ErrNotSupported, err)
@@ -74,7 +106,8 @@ func (c *Context) setupPinning(want string) error {
 // PinMethod reports how the context pins registered memory: PinIOUring or
 // PinMlock (see their descriptions). The environment variable PTL_SOFT_PIN
 // chooses it when the context is opened: "io_uring", "mlock", or by default
-// io_uring where the kernel allows it and mlock elsewhere.
+// io_uring where the kernel allows it and mlock elsewhere (for good once the
+// kernel refused it for a lasting reason).
 func (c *Context) PinMethod() string {
 	if c.uring != nil {
 		return PinIOUring

@@ -399,7 +399,17 @@ func TestPinSplitsSlots(t *testing.T) {
 	if c.PinMethod() != PinIOUring {
 		t.Skipf("pinning with %s", c.PinMethod())
 	}
-	c.uring.slotMax = 16 * pageSize
+	// A table of this test's own, with slots of 16 pages.
+	own, err := newUringPinner(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.close()
+	own.slotMax = 16 * pageSize
+	c.life.Lock()
+	c.uring = own
+	c.life.Unlock()
+	defer c.Close() // before own.close
 	free0 := c.freeSlots()
 	mem := anonPages(t, 16*5+3)
 	pin0 := vmStatus(t, "VmPin")
@@ -432,8 +442,8 @@ func TestPinSplitsSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	small.slotMax = 16 * pageSize
+	defer small.close()
 	c.life.Lock()
-	c.uring.close()
 	c.uring = small
 	c.life.Unlock()
 	if _, err := pd.RegMR(mem, rw); !errors.Is(err, verbs.ErrNoResources) {
