@@ -21,9 +21,12 @@ const (
 	// the next touch maps new frames, and the registration keeps the old frames
 	// allocated (its page-map snapshot stays exact) until Dereg. Each registration
 	// is charged on its own to RLIMIT_MEMLOCK (overlapping regions count twice, as
-	// with ibv_reg_mr), against the user's pinned total. Memory that cannot be
-	// pinned for writing (read-only, or a shared mapping of a regular file) is
-	// mlocked instead, region by region.
+	// with ibv_reg_mr) unless the process has CAP_IPC_LOCK; unlike ibv_reg_mr and
+	// mlock, which count per process, the kernel adds it to what io_uring pins for
+	// the whole user, so processes of one user share one limit's worth. The
+	// process's ring itself takes a few pages of it. Memory that cannot be pinned
+	// for writing (read-only, or a shared mapping of a regular file) is mlocked
+	// instead, region by region.
 	PinIOUring = "io_uring"
 	// PinMlock: regions are pinned with mlock, counted per page so overlapping
 	// regions share the lock. mlock keeps pages resident but holds no reference:
