@@ -313,3 +313,19 @@ func (m *Monitor) drain(cursor *uint64, fn func(start, end uintptr)) (seq uint64
 	*cursor = c
 	return seq, false
 }
+
+// Kind reports KindUffd.
+func (m *Monitor) Kind() Kind { return KindUffd }
+
+// Window reports true: userfaultfd queues UNMAP after munmap has released the range.
+func (m *Monitor) Window() bool { return true }
+
+func init() {
+	openers[KindUffd] = func() (Backend, error) {
+		m, err := Open()
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
+}

@@ -38,3 +38,9 @@ func (m *Monitor) detach()                             {}
 func (m *Monitor) drain(cursor *uint64, fn func(start, end uintptr)) (uint64, bool) {
 	return 0, false
 }
+
+// Kind reports KindUffd.
+func (m *Monitor) Kind() Kind { return KindUffd }
+
+// Window reports true: userfaultfd queues UNMAP after munmap has released the range.
+func (m *Monitor) Window() bool { return true }

@@ -1,6 +1,7 @@
 package driverhooks
 
 import (
+	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -48,56 +49,54 @@ const maxPendingExplicit = 4096
 // span is a half-open address range.
 type span struct{ start, end uintptr }
 
-// Notifier joins the userfaultfd monitor (which may be absent) with explicit
-// invalidations and fans both out to subscriptions.
+// Notifier joins a backend (which may be absent) with explicit invalidations and fans
+// both out to subscriptions.
 type Notifier struct {
-	mon    *Monitor // nil: explicit hooks only
-	monErr error    // why mon is nil
+	mon    Backend // nil: explicit hooks only
+	monErr error   // why mon is nil
 
 	mu   sync.Mutex
 	subs map[*subscription]struct{}
 }
 
-// NewNotifier returns a notifier over mon. mon may be nil: the notifier then only
-// carries explicit invalidations and Watch fails with an error matching ErrNotSupported.
-func NewNotifier(mon *Monitor) *Notifier {
-	n := &Notifier{mon: mon, subs: make(map[*subscription]struct{})}
-	if mon == nil {
-		n.monErr = &OpError{Op: "watch", Err: ErrNotSupported}
+// NewNotifier returns a notifier over the backend b (a *Monitor, or another
+// backend from OpenBackend). b may be nil: the notifier then only carries explicit
+// invalidations and Watch fails with an error matching ErrNotSupported.
+func NewNotifier(b Backend) *Notifier {
+	if m, ok := b.(*Monitor); ok && m == nil {
+		b = nil
+	}
+	n := &Notifier{mon: b, subs: make(map[*subscription]struct{})}
+	if b == nil {
+		n.monErr = &OpError{Op: "watch", Err: ErrNotSupported, Cause: fmt.Errorf("no notifier backend (explicit invalidations only)")}
 	}
 	return n
 }
 
-var (
-	defaultOnce     sync.Once
-	defaultNotifier *Notifier
-	defaultErr      error
-)
-
-// Default returns the process-wide notifier, opening the shared userfaultfd monitor on
-// first use (one monitor per process: the kernel allows one per range). When the
-// monitor cannot be opened, the notifier still carries explicit invalidations and
-// DefaultErr says why Watch fails.
-func Default() *Notifier {
-	defaultOnce.Do(func() {
-		m, err := Open()
-		defaultNotifier = NewNotifier(m)
-		if err != nil {
-			defaultErr = err
-			defaultNotifier.monErr = err
-		}
-	})
-	return defaultNotifier
+// Kind names the backend in use (KindExplicit when there is none).
+func (n *Notifier) Kind() Kind {
+	if n.mon == nil {
+		return KindExplicit
+	}
+	return n.mon.Kind()
 }
 
-// DefaultErr returns why the process-wide monitor is unavailable, or nil.
-func DefaultErr() error {
-	Default()
-	return defaultErr
+// Guarantee says in one line what a cache hit is worth with this notifier.
+func (n *Notifier) Guarantee() string {
+	if n.mon == nil {
+		return Guarantee(KindExplicit, false)
+	}
+	return Guarantee(n.mon.Kind(), n.mon.Window())
 }
 
-// Monitor returns the userfaultfd monitor, or nil.
-func (n *Notifier) Monitor() *Monitor { return n.mon }
+// Backend returns the backend, or nil.
+func (n *Notifier) Backend() Backend { return n.mon }
+
+// Monitor returns the userfaultfd monitor when that is the backend, or nil.
+func (n *Notifier) Monitor() *Monitor {
+	m, _ := n.mon.(*Monitor)
+	return m
+}
 
 // Watch watches [addr, addr+length) through the monitor.
 func (n *Notifier) Watch(addr, length uintptr) error {
@@ -159,7 +158,7 @@ func (n *Notifier) Subscribe() Subscription {
 // subscription implements Subscription.
 type subscription struct {
 	n   *Notifier
-	mon *Monitor
+	mon Backend
 
 	drainedSeq atomic.Uint64 // monitor seq caught up with by the last Drain
 	gen        atomic.Uint64 // explicit invalidations pushed
