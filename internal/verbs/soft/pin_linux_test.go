@@ -526,3 +526,44 @@ func TestPinConcurrent(t *testing.T) {
 		t.Errorf("VmPin %d KiB after Close, %d before", got, pin0)
 	}
 }
+
+// TestStaleRegionMovesVirtualData pins down what the provider does with a region
+// whose pages were dropped by madvise(DONTNEED): it moves data by virtual address
+// (process_vm_writev and plain copies), so a peer's RDMA WRITE lands in the frames
+// mapped now and the application sees it, while the registration still pins the
+// old frames. An HCA would write the old frames and the application would not see
+// the data: the soft provider does not reproduce that corruption, so tests of
+// registration caches must detect stale entries by the page-frame snapshot.
+func TestStaleRegionMovesVirtualData(t *testing.T) {
+	a, b := pairForPin(t)
+	if b.ctx.PinMethod() != PinIOUring {
+		t.Skipf("pinning with %s: madvise fails on registered memory", b.ctx.PinMethod())
+	}
+	target := anonPages(t, 4)
+	tm, err := b.pd.RegMR(target, rw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.Dereg()
+	old := tm.(*mr).xlate
+	if err := unix.Madvise(target, unix.MADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	src := make([]byte, 4*pageSize)
+	pattern(src, 9)
+	lm := regLocal(t, a, src, rw)
+	if wc := post(t, a, verbs.SendWR{Opcode: verbs.OpRDMAWrite, SG: sge(lm, len(src)), RemoteAddr: tm.Addr(), RKey: tm.RKey()}); wc.Status != verbs.StatusSuccess {
+		t.Fatalf("write into a stale region: %v", wc.Status)
+	}
+	if !bytes.Equal(target, src) {
+		t.Fatal("the write into a stale region is not visible at its virtual address")
+	}
+	if old != nil && old[0]&pfnMask != 0 {
+		now := framesOf(t, target)
+		for i := range now {
+			if now[i] == old[i]&pfnMask {
+				t.Fatalf("page %d: the write landed in the pinned frame %#x", i, now[i])
+			}
+		}
+	}
+}
