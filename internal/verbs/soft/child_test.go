@@ -34,6 +34,9 @@ func TestMain(m *testing.M) {
 	if m := os.Getenv(memlockChildEnv); m != "" {
 		os.Exit(runMemlockChild(m))
 	}
+	if e := os.Getenv(seccompChildEnv); e != "" {
+		os.Exit(runSeccompChild(e))
+	}
 	os.Exit(m.Run())
 }
 

@@ -2,7 +2,12 @@
 
 package soft
 
-// memlockChildEnv names the child of a Linux-only test; elsewhere it never runs.
-const memlockChildEnv = "SOFT_MEMLOCK_CHILD"
+// memlockChildEnv and seccompChildEnv name children of Linux-only tests; elsewhere
+// they never run.
+const (
+	memlockChildEnv = "SOFT_MEMLOCK_CHILD"
+	seccompChildEnv = "SOFT_SECCOMP_CHILD"
+)
 
 func runMemlockChild(string) int { return 2 }
+func runSeccompChild(string) int { return 2 }
