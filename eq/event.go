@@ -2,15 +2,6 @@ package eq
 
 import "unsafe"
 
-// Process identifies the initiator of an operation (ptl_process_t). Portals makes it a
-// union: a logical network interface fills Rank, a physical one fills NID and PID. The
-// engine fills the form its interface uses and leaves the other zero.
-type Process struct {
-	NID  uint32 // node identifier (physical addressing)
-	PID  uint32 // process identifier (physical addressing)
-	Rank uint32 // logical rank (logical addressing)
-}
-
 // Event is one Portals 4 event (ptl_event_t). It holds no pointers (Addr is an address,
 // not a reference), so posting copies it into the ring without allocation and the
 // garbage collector never scans the ring.
@@ -45,7 +36,7 @@ type Event struct {
 	// initiator, the offset used at the target.
 	RemoteOffset uint64
 	// Initiator identifies the process that started the operation.
-	Initiator Process
+	Initiator ProcessID
 	// UID is the user identifier of the initiator.
 	UID uint32
 	// PTIndex is the portal table index the message arrived on.

@@ -54,7 +54,7 @@ func TestQueueFIFOAndFields(t *testing.T) {
 	}
 	full := Event{
 		Start: 1, UserPtr: 2, HdrData: 3, MatchBits: 4, RLength: 5, MLength: 6, RemoteOffset: 7,
-		Initiator: Process{NID: 8, PID: 9, Rank: 10}, UID: 11, PTIndex: 12, Type: EventFetchAtomic,
+		Initiator: ProcessID{NID: 8, PID: 9, Rank: 10}, UID: 11, PTIndex: 12, Type: EventFetchAtomic,
 		List: OverflowList, NIFail: NISegv, AtomicOp: OpCSwapLT, AtomicType: DoubleComplex,
 	}
 	if err := q.Post(&full); err != nil {
@@ -214,7 +214,7 @@ func TestQueueConcurrentProducers(t *testing.T) {
 		go func(p int) {
 			defer wg.Done()
 			for i := 0; i < per; i++ {
-				if err := q.Post(&Event{Initiator: Process{Rank: uint32(p)}, MatchBits: uint64(i)}); err != nil {
+				if err := q.Post(&Event{Initiator: ProcessID{Rank: Rank(p)}, MatchBits: uint64(i)}); err != nil {
 					t.Error(err)
 					return
 				}

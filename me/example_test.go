@@ -32,7 +32,7 @@ func Example() {
 		fmt.Println(e.Kind, e.UserPtr, e.DataUserPtr, e.LocalOffset, e.MLength)
 	}
 	// Output:
-	// matched overflow 0 100 PUT
+	// matched PTL_OVERFLOW_LIST 0 100 PUT
 	// PUT_OVERFLOW 2 1 0 100
 	// AUTO_UNLINK 2 0 0 0
 }

@@ -1,36 +1,29 @@
 package me
 
-// NID is a node identifier of physical addressing.
-type NID uint32
+import "github.com/goportals/goportals/eq"
 
-// PID is a process identifier of physical addressing.
-type PID uint32
-
-// Rank is a process identifier of logical addressing.
-type Rank uint32
-
-// UID is the user identifier that travels in the trusted part of a message header.
-type UID uint32
-
-// Wildcards of a match id and of an entry's access control.
-const (
-	// NIDAny in an entry's MatchID accepts every node (PTL_NID_ANY).
-	NIDAny NID = 0xffff
-	// PIDAny in an entry's MatchID accepts every process id (PTL_PID_ANY).
-	PIDAny PID = 0xffff
-	// RankAny in an entry's MatchID accepts every rank (PTL_RANK_ANY).
-	RankAny Rank = ^Rank(0)
-	// UIDAny as an entry's UID lets every user access the entry (PTL_UID_ANY).
-	UIDAny UID = ^UID(0)
+// The identity types are eq's (one definition across the module).
+type (
+	// NID is a node identifier of physical addressing.
+	NID = eq.NID
+	// PID is a process identifier of physical addressing.
+	PID = eq.PID
+	// Rank is a process identifier of logical addressing.
+	Rank = eq.Rank
+	// UID is the user identifier that travels in the trusted part of a message header.
+	UID = eq.UID
+	// ProcessID names a process. A table with physical addressing compares NID and PID;
+	// a table with logical addressing compares Rank only. The other fields are not read.
+	ProcessID = eq.ProcessID
 )
 
-// ProcessID names a process. A table with physical addressing compares NID and PID;
-// a table with logical addressing compares Rank only. The other fields are not read.
-type ProcessID struct {
-	NID  NID
-	PID  PID
-	Rank Rank
-}
+// Wildcards of a match id and of an entry's access control (eq's constants).
+const (
+	NIDAny  = eq.NIDAny  // PTL_NID_ANY
+	PIDAny  = eq.PIDAny  // PTL_PID_ANY
+	RankAny = eq.RankAny // PTL_RANK_ANY
+	UIDAny  = eq.UIDAny  // PTL_UID_ANY
+)
 
 // Addressing selects which fields of a ProcessID a table compares.
 type Addressing uint8

@@ -1,26 +1,18 @@
 package me
 
-// List selects one of a portal table entry's two lists.
-type List uint8
+import "github.com/goportals/goportals/eq"
+
+// List selects one of a portal table entry's two lists (eq's type: one definition
+// across the module).
+type List = eq.List
 
 const (
 	// ListPriority is the priority list (PTL_PRIORITY_LIST): searched first.
-	ListPriority List = iota
+	ListPriority = eq.PriorityList
 	// ListOverflow is the overflow list (PTL_OVERFLOW_LIST): searched when nothing in
 	// the priority list matches; what lands there is remembered as an unexpected header.
-	ListOverflow
+	ListOverflow = eq.OverflowList
 )
-
-// String returns the name of the list.
-func (l List) String() string {
-	switch l {
-	case ListPriority:
-		return "priority"
-	case ListOverflow:
-		return "overflow"
-	}
-	return "invalid-list"
-}
 
 // chain is a doubly linked list of arena indices, in link order.
 type chain struct {

@@ -424,7 +424,7 @@ func TestNames(t *testing.T) {
 		{FailNone.String(), "OK"}, {FailNoMatch.String(), "NO_MATCH"}, {FailPTDisabled.String(), "PT_DISABLED"},
 		{Fail(9).String(), "invalid-fail"}, {EventKind(0).String(), "invalid-event"},
 		{Physical.String(), "physical"}, {Logical.String(), "logical"}, {Addressing(5).String(), "invalid-addressing"},
-		{ListPriority.String(), "priority"}, {ListOverflow.String(), "overflow"}, {List(3).String(), "invalid-list"},
+		{ListPriority.String(), "PTL_PRIORITY_LIST"}, {ListOverflow.String(), "PTL_OVERFLOW_LIST"}, {List(3).String(), "List(3)"},
 		{SearchOnly.String(), "search-only"}, {SearchDelete.String(), "search-delete"}, {SearchOp(3).String(), "invalid-search-op"},
 		{OpKindPut.String(), "put"}, {OpKindSwap.String(), "swap"}, {Op(0).String(), "invalid-op"},
 		{Options(0).String(), "0"},

@@ -312,12 +312,12 @@ func (ni *NI) deliver(t *pt, ev *me.Event, fail eq.NIFail, hint *entry) {
 		out := eq.Event{Start: ev.LocalOffset, UserPtr: ev.UserPtr, DataUserPtr: ev.DataUserPtr,
 			Addr: t.dataAddr(ev, e), HdrData: h.HdrData, MatchBits: h.MatchBits,
 			RLength: h.Length, MLength: ev.MLength, RemoteOffset: h.RemoteOffset, UID: uint32(h.UID),
-			PTIndex: uint32(t.idx), Type: meKinds[ev.Kind], List: eq.List(ev.List), NIFail: fail,
+			PTIndex: uint32(t.idx), Type: meKinds[ev.Kind], List: ev.List, NIFail: fail,
 			AtomicOp: eq.AtomicOp(h.AtomicOp), AtomicType: eq.AtomicType(h.AtomicType)}
 		if ni.Logical() {
-			out.Initiator.Rank = uint32(h.Initiator.Rank)
+			out.Initiator.Rank = h.Initiator.Rank
 		} else {
-			out.Initiator.NID, out.Initiator.PID = uint32(h.Initiator.NID), uint32(h.Initiator.PID)
+			out.Initiator.NID, out.Initiator.PID = h.Initiator.NID, h.Initiator.PID
 		}
 		t.eq.q.Post(&out)
 	}

@@ -5,24 +5,25 @@ import (
 	"github.com/goportals/goportals/me"
 )
 
-// NID, PID, Rank and UID identify nodes, processes, logical ranks and users.
+// NID, PID, Rank and UID identify nodes, processes, logical ranks and users (the
+// same types as in packages eq and me, so values compare across them).
 type (
-	NID  = me.NID
-	PID  = me.PID
-	Rank = me.Rank
-	UID  = me.UID
+	NID  = eq.NID
+	PID  = eq.PID
+	Rank = eq.Rank
+	UID  = eq.UID
 )
 
 // ProcessID names a process: NID and PID on a physically addressed NI, Rank on a
-// logically addressed one (ptl_process_t).
-type ProcessID = me.ProcessID
+// logically addressed one (ptl_process_t). Event.Initiator has this type.
+type ProcessID = eq.ProcessID
 
-// Wildcards and special values.
+// Wildcards and special values (portals4.h's values).
 const (
-	NIDAny  = me.NIDAny        // PTL_NID_ANY (0xffff)
-	PIDAny  = me.PIDAny        // PTL_PID_ANY (0xffff)
-	RankAny = Rank(^uint32(0)) // PTL_RANK_ANY
-	UIDAny  = UID(^uint32(0))  // PTL_UID_ANY
+	NIDAny  = eq.NIDAny  // PTL_NID_ANY (0xffff)
+	PIDAny  = eq.PIDAny  // PTL_PID_ANY (0xffff)
+	RankAny = eq.RankAny // PTL_RANK_ANY
+	UIDAny  = eq.UIDAny  // PTL_UID_ANY
 )
 
 // PTIndex is a portal table index.
@@ -102,13 +103,14 @@ const (
 	MEMayAlign             = me.MayAlign
 )
 
-// List selects the priority or overflow list of a portal table entry.
-type List = me.List
+// List selects the priority or overflow list of a portal table entry; Event.List
+// has this type.
+type List = eq.List
 
 // The lists.
 const (
-	PriorityList = me.ListPriority
-	OverflowList = me.ListOverflow
+	PriorityList = eq.PriorityList // PTL_PRIORITY_LIST
+	OverflowList = eq.OverflowList // PTL_OVERFLOW_LIST
 )
 
 // SearchOp is the operation of MESearch/LESearch.
@@ -138,13 +140,86 @@ type Event = eq.Event
 // EventKind is the type of an event (PTL_EVENT_*).
 type EventKind = eq.EventKind
 
+// Event kinds (portals4.h's values).
+const (
+	EventGet                 = eq.EventGet                 // PTL_EVENT_GET
+	EventGetOverflow         = eq.EventGetOverflow         // PTL_EVENT_GET_OVERFLOW
+	EventPut                 = eq.EventPut                 // PTL_EVENT_PUT
+	EventPutOverflow         = eq.EventPutOverflow         // PTL_EVENT_PUT_OVERFLOW
+	EventAtomic              = eq.EventAtomic              // PTL_EVENT_ATOMIC
+	EventAtomicOverflow      = eq.EventAtomicOverflow      // PTL_EVENT_ATOMIC_OVERFLOW
+	EventFetchAtomic         = eq.EventFetchAtomic         // PTL_EVENT_FETCH_ATOMIC
+	EventFetchAtomicOverflow = eq.EventFetchAtomicOverflow // PTL_EVENT_FETCH_ATOMIC_OVERFLOW
+	EventReply               = eq.EventReply               // PTL_EVENT_REPLY
+	EventSend                = eq.EventSend                // PTL_EVENT_SEND
+	EventAck                 = eq.EventAck                 // PTL_EVENT_ACK
+	EventPTDisabled          = eq.EventPTDisabled          // PTL_EVENT_PT_DISABLED
+	EventLink                = eq.EventLink                // PTL_EVENT_LINK
+	EventAutoUnlink          = eq.EventAutoUnlink          // PTL_EVENT_AUTO_UNLINK
+	EventAutoFree            = eq.EventAutoFree            // PTL_EVENT_AUTO_FREE
+	EventSearch              = eq.EventSearch              // PTL_EVENT_SEARCH
+)
+
 // NIFail is the ni_fail_type of an event.
 type NIFail = eq.NIFail
+
+// NI failure types (portals4.h's values; NITargetInvalid is goportals' own).
+const (
+	NIOK            = eq.NIOK            // PTL_NI_OK
+	NIUndeliverable = eq.NIUndeliverable // PTL_NI_UNDELIVERABLE
+	NIDropped       = eq.NIDropped       // PTL_NI_DROPPED
+	NIPTDisabled    = eq.NIPTDisabled    // PTL_NI_PT_DISABLED
+	NIPermViolation = eq.NIPermViolation // PTL_NI_PERM_VIOLATION
+	NIOpViolation   = eq.NIOpViolation   // PTL_NI_OP_VIOLATION
+	NINoMatch       = eq.NINoMatch       // PTL_NI_NO_MATCH
+	NISegv          = eq.NISegv          // PTL_NI_SEGV
+	NITargetInvalid = eq.NITargetInvalid // the target process or portal index does not exist
+)
 
 // AtomicOp and AtomicType are the operation and datatype of atomics.
 type (
 	AtomicOp   = eq.AtomicOp
 	AtomicType = eq.AtomicType
+)
+
+// Atomic operations (portals4.h's values).
+const (
+	OpMin     = eq.OpMin     // PTL_MIN
+	OpMax     = eq.OpMax     // PTL_MAX
+	OpSum     = eq.OpSum     // PTL_SUM
+	OpProd    = eq.OpProd    // PTL_PROD
+	OpLOr     = eq.OpLOr     // PTL_LOR
+	OpLAnd    = eq.OpLAnd    // PTL_LAND
+	OpBOr     = eq.OpBOr     // PTL_BOR
+	OpBAnd    = eq.OpBAnd    // PTL_BAND
+	OpLXor    = eq.OpLXor    // PTL_LXOR
+	OpBXor    = eq.OpBXor    // PTL_BXOR
+	OpSwap    = eq.OpSwap    // PTL_SWAP
+	OpCSwap   = eq.OpCSwap   // PTL_CSWAP
+	OpCSwapNE = eq.OpCSwapNE // PTL_CSWAP_NE
+	OpCSwapLE = eq.OpCSwapLE // PTL_CSWAP_LE
+	OpCSwapLT = eq.OpCSwapLT // PTL_CSWAP_LT
+	OpCSwapGE = eq.OpCSwapGE // PTL_CSWAP_GE
+	OpCSwapGT = eq.OpCSwapGT // PTL_CSWAP_GT
+	OpMSwap   = eq.OpMSwap   // PTL_MSWAP
+)
+
+// Atomic datatypes (portals4.h's values).
+const (
+	Int8              = eq.Int8              // PTL_INT8_T
+	Uint8             = eq.Uint8             // PTL_UINT8_T
+	Int16             = eq.Int16             // PTL_INT16_T
+	Uint16            = eq.Uint16            // PTL_UINT16_T
+	Int32             = eq.Int32             // PTL_INT32_T
+	Uint32            = eq.Uint32            // PTL_UINT32_T
+	Float             = eq.Float             // PTL_FLOAT
+	Int64             = eq.Int64             // PTL_INT64_T
+	Uint64            = eq.Uint64            // PTL_UINT64_T
+	Double            = eq.Double            // PTL_DOUBLE
+	FloatComplex      = eq.FloatComplex      // PTL_FLOAT_COMPLEX
+	DoubleComplex     = eq.DoubleComplex     // PTL_DOUBLE_COMPLEX
+	LongDouble        = eq.LongDouble        // PTL_LONG_DOUBLE
+	LongDoubleComplex = eq.LongDoubleComplex // PTL_LONG_DOUBLE_COMPLEX
 )
 
 // CTEvent is the value of a counting event.
