@@ -2,6 +2,8 @@
 
 package soft
 
+import "unsafe"
+
 // Kernel ABI of io_uring used to hold page pins, from include/uapi/linux/io_uring.h
 // (x/sys/unix has the system call numbers only). The ring is never used for I/O:
 // only io_uring_setup and io_uring_register are called, so the submission and
@@ -64,3 +66,11 @@ type iovec struct {
 	base uint64
 	len  uint64
 }
+
+// The sizes the kernel expects (it checks the register arguments' sizes).
+var (
+	_ [120]byte = [unsafe.Sizeof(ioUringParams{})]byte{}
+	_ [32]byte  = [unsafe.Sizeof(ioUringRsrcRegister{})]byte{}
+	_ [32]byte  = [unsafe.Sizeof(ioUringRsrcUpdate2{})]byte{}
+	_ [16]byte  = [unsafe.Sizeof(iovec{})]byte{}
+)
