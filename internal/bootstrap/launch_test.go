@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
 	"sync"
@@ -169,6 +170,10 @@ func TestLaunchNamesTheRankThatLeftFirst(t *testing.T) {
 	requireLaunch(t)
 	for range 3 {
 		cfg, out, errOut := helperConfig(4, "fail-after-close")
+		// Rank 1 is spared the teardown's SIGTERM for the grace period, to exit with
+		// its own status; a short grace would let a slow machine SIGKILL it first.
+		// The job still ends as soon as every rank has exited.
+		cfg.Grace = 30 * time.Second
 		res, err := Launch(t.Context(), cfg)
 		var je *JobError
 		if !errors.As(err, &je) || je.Rank != 1 || res.ExitCode != 3 {
@@ -260,6 +265,12 @@ func TestLaunchContextCancel(t *testing.T) {
 
 func TestLaunchForwardsSignals(t *testing.T) {
 	requireLaunch(t)
+	// A test run as a background job of a non-interactive shell starts with SIGINT
+	// ignored, and ranks would inherit that; exec resets only a caught signal to its
+	// default. Catching SIGINT here makes the ranks die of it wherever the test runs.
+	caught := make(chan os.Signal, 1)
+	signal.Notify(caught, syscall.SIGINT)
+	defer signal.Stop(caught)
 	cfg, _, errOut := helperConfig(2, "signal")
 	out := newWatchWriter("ready\n", 2)
 	cfg.Stdout = out
