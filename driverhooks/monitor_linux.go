@@ -32,6 +32,27 @@ type ringSlot struct {
 	seq, start, end, pad uint64
 }
 
+// readerShared mirrors the part of struct ptl_reader that Go reads: the sequence
+// word alone on its cache line, then the ring head and the reader's counters.
+type readerShared struct {
+	seq        uint64
+	_          [7]uint64
+	head       uint64
+	events     uint64
+	pagefaults uint64
+	errors     uint64
+	lastErrno  int64
+}
+
+// cacheLine is PTL_CACHE_LINE, the alignment of the reader state.
+const cacheLine = C.PTL_CACHE_LINE
+
+// The uffd_msg layout the reader is given (see internal/uffd).
+const (
+	uffdMsgSize = uffd.MsgSize
+	uffdArgOff  = uffd.MsgArgOff
+)
+
 // Monitor is a userfaultfd monitor: ranges registered with Watch (write-protect mode
 // only, so faults have no side effects) report munmap, partial munmap, mremap,
 // mmap(MAP_FIXED) and madvise(DONTNEED/FREE/REMOVE) before those calls return. The
@@ -43,6 +64,7 @@ type ringSlot struct {
 type Monitor struct {
 	fd, stopfd int
 	r          *C.struct_ptl_reader
+	sh         *readerShared // r's shared part
 	ring       []ringSlot
 	seqp       *uint64
 	headp      *uint64
@@ -84,20 +106,12 @@ func Open() (*Monitor, error) {
 		unix.Close(fd)
 		return nil, &OpError{Op: "open", Err: ErrNotSupported, Cause: err}
 	}
-	abi := C.struct_ptl_uffd_abi{
-		msg_size:     uffd.MsgSize,
-		arg_off:      uffd.MsgArgOff,
-		ev_pagefault: uffd.EventPagefault,
-		ev_remap:     uffd.EventRemap,
-		ev_remove:    uffd.EventRemove,
-		ev_unmap:     uffd.EventUnmap,
-		ioctl_wp:     C.ulong(uffd.IoctlWriteProtect),
-	}
-	r := C.ptl_reader_new(C.int(fd), C.int(stopfd), ringSlots, abi)
+	abi := readerABI{msgSize: uffdMsgSize, argOff: uffdArgOff, slots: ringSlots}.c()
+	r, cerr := C.ptl_reader_new(C.int(fd), C.int(stopfd), ringSlots, abi)
 	if r == nil {
 		unix.Close(fd)
 		unix.Close(stopfd)
-		return nil, &OpError{Op: "open", Err: ErrNotSupported, Cause: unix.ENOMEM}
+		return nil, &OpError{Op: "open", Err: ErrNotSupported, Cause: cerr}
 	}
 	if rc := C.ptl_reader_start(r); rc != 0 {
 		C.ptl_reader_free(r)
@@ -105,13 +119,15 @@ func Open() (*Monitor, error) {
 		unix.Close(stopfd)
 		return nil, &OpError{Op: "open", Err: ErrNotSupported, Cause: unix.Errno(rc)}
 	}
+	sh := (*readerShared)(unsafe.Pointer(r))
 	m := &Monitor{
 		fd:      fd,
 		stopfd:  stopfd,
 		r:       r,
+		sh:      sh,
 		ring:    unsafe.Slice((*ringSlot)(unsafe.Pointer(C.ptl_reader_ring(r))), ringSlots),
-		seqp:    (*uint64)(unsafe.Pointer(&r.seq)),
-		headp:   (*uint64)(unsafe.Pointer(&r.head)),
+		seqp:    &sh.seq,
+		headp:   &sh.head,
 		watched: newWatchSet(),
 	}
 	return m, nil
@@ -234,13 +250,70 @@ func (m *Monitor) Stats() MonitorStats {
 	return MonitorStats{
 		Seq:        atomic.LoadUint64(m.seqp),
 		Published:  atomic.LoadUint64(m.headp),
-		Events:     atomic.LoadUint64((*uint64)(unsafe.Pointer(&m.r.events))),
-		Pagefaults: atomic.LoadUint64((*uint64)(unsafe.Pointer(&m.r.pagefaults))),
-		Errors:     atomic.LoadUint64((*uint64)(unsafe.Pointer(&m.r.errors))),
-		LastErrno:  int(atomic.LoadInt64((*int64)(unsafe.Pointer(&m.r.last_errno)))),
+		Events:     atomic.LoadUint64(&m.sh.events),
+		Pagefaults: atomic.LoadUint64(&m.sh.pagefaults),
+		Errors:     atomic.LoadUint64(&m.sh.errors),
+		LastErrno:  int(atomic.LoadInt64(&m.sh.lastErrno)),
 		Watched:    len(m.watched.spans()),
 	}
 }
+
+// readerABI is what ptl_reader_new is told of the kernel's messages and the ring.
+type readerABI struct {
+	msgSize, argOff uint32
+	slots           uint64
+}
+
+// c returns the C form of the ABI, with the event codes of internal/uffd.
+func (a readerABI) c() C.struct_ptl_uffd_abi {
+	return C.struct_ptl_uffd_abi{
+		msg_size:     C.uint32_t(a.msgSize),
+		arg_off:      C.uint32_t(a.argOff),
+		ev_pagefault: uffd.EventPagefault,
+		ev_remap:     uffd.EventRemap,
+		ev_remove:    uffd.EventRemove,
+		ev_unmap:     uffd.EventUnmap,
+		ioctl_wp:     C.ulong(uffd.IoctlWriteProtect),
+	}
+}
+
+// checkReaderABI makes (and frees, unstarted) a reader for abi: nil if the reader
+// accepts it, the errno of ptl_reader_new otherwise.
+func checkReaderABI(a readerABI) error {
+	r, err := C.ptl_reader_new(-1, -1, C.uint64_t(a.slots), a.c())
+	if r == nil {
+		return err
+	}
+	C.ptl_reader_free(r)
+	return nil
+}
+
+// readerLayout holds sizes and offsets of the shared C declarations (reader.h).
+type readerLayout struct {
+	SlotSize, SlotSeq, SlotStart, SlotEnd                  uintptr
+	Seq, Head, Events, Pagefaults, Errors, LastErrno, Ring uintptr
+	Align, MsgMax                                          uintptr
+}
+
+// cReaderLayout returns the layout as the C compiler sees it.
+func cReaderLayout() readerLayout {
+	var l C.struct_ptl_reader_layout
+	C.ptl_reader_layout(&l)
+	return readerLayout{
+		SlotSize: uintptr(l.slot_size), SlotSeq: uintptr(l.slot_seq),
+		SlotStart: uintptr(l.slot_start), SlotEnd: uintptr(l.slot_end),
+		Seq: uintptr(l.seq), Head: uintptr(l.head), Events: uintptr(l.events),
+		Pagefaults: uintptr(l.pagefaults), Errors: uintptr(l.errors),
+		LastErrno: uintptr(l.last_errno), Ring: uintptr(l.ring),
+		Align: uintptr(l.align), MsgMax: uintptr(l.msg_max),
+	}
+}
+
+// shared returns the reader state Go reads.
+func (m *Monitor) shared() *readerShared { return m.sh }
+
+// readerPageSize returns the page size the reader works in (sysconf).
+func (m *Monitor) readerPageSize() uintptr { return uintptr(m.r.page_size) }
 
 // seq loads the sequence word.
 func (m *Monitor) seq() uint64 { return atomic.LoadUint64(m.seqp) }

@@ -343,3 +343,157 @@ func TestWatchCounted(t *testing.T) {
 		}
 	}
 }
+
+// A poll that keeps failing must not trap the reader: Close still stops it. poll
+// fails with EINVAL when it is given more descriptors than RLIMIT_NOFILE allows, so
+// the test lowers the soft limit to 1 while the reader waits, wakes the reader with
+// one event (its next poll then fails, and fails again on every retry), checks that
+// a later event is still read (an unmapping thread is not left waiting), and closes
+// the monitor with the limit still low.
+func TestCloseWithPersistentPollError(t *testing.T) {
+	m, err := Open()
+	if errors.Is(err, ErrNotSupported) {
+		t.Skip("userfaultfd unavailable: " + err.Error())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := mmapAnon(t, 2)
+	defer unix.Munmap(b)
+	if err := m.Watch(addrOf(b), 2*pageSize); err != nil {
+		t.Fatal(err)
+	}
+	var old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	low := old
+	low.Cur = 1
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	restored := false
+	restore := func() {
+		if !restored {
+			restored = true
+			if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer restore()
+	// The event wakes the reader; it reads it (releasing madvise), then polls again.
+	if err := unix.Madvise(b[:pageSize], unix.MADV_DONTNEED); err != nil {
+		restore()
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for m.Stats().Errors == 0 {
+		if time.Now().After(deadline) {
+			restore()
+			t.Fatalf("the reader's poll never failed under RLIMIT_NOFILE=1: %+v", m.Stats())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if st := m.Stats(); st.LastErrno != int(unix.EINVAL) {
+		restore()
+		t.Fatalf("reader error %v, want EINVAL from poll: %+v", unix.Errno(st.LastErrno), st)
+	}
+	// Events that arrive while poll fails are still read: madvise returns.
+	released := make(chan error, 1)
+	go func() { released <- unix.Madvise(b[pageSize:], unix.MADV_DONTNEED) }()
+	select {
+	case err := <-released:
+		if err != nil {
+			restore()
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		restore()
+		<-released
+		t.Fatal("madvise on a watched range waited 5 s for a reader whose poll fails")
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Close() }()
+	select {
+	case err := <-done:
+		restore()
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		// Let the reader recover so that the process can go on.
+		restore()
+		<-done
+		t.Fatal("Close did not return within 5 s while poll kept failing")
+	}
+}
+
+// The Go view of the memory the reader shares (ringSlot, readerShared) must match
+// the C declarations in reader.h field for field.
+func TestReaderLayoutMatchesC(t *testing.T) {
+	c := cReaderLayout()
+	var slot ringSlot
+	var sh readerShared
+	checks := []struct {
+		name    string
+		goV, cV uintptr
+	}{
+		{"sizeof(struct ptl_slot)", unsafe.Sizeof(slot), c.SlotSize},
+		{"ptl_slot.seq", unsafe.Offsetof(slot.seq), c.SlotSeq},
+		{"ptl_slot.start", unsafe.Offsetof(slot.start), c.SlotStart},
+		{"ptl_slot.end", unsafe.Offsetof(slot.end), c.SlotEnd},
+		{"ptl_reader.seq", unsafe.Offsetof(sh.seq), c.Seq},
+		{"ptl_reader.head", unsafe.Offsetof(sh.head), c.Head},
+		{"ptl_reader.events", unsafe.Offsetof(sh.events), c.Events},
+		{"ptl_reader.pagefaults", unsafe.Offsetof(sh.pagefaults), c.Pagefaults},
+		{"ptl_reader.errors", unsafe.Offsetof(sh.errors), c.Errors},
+		{"ptl_reader.last_errno", unsafe.Offsetof(sh.lastErrno), c.LastErrno},
+	}
+	for _, k := range checks {
+		if k.goV != k.cV {
+			t.Errorf("%s: Go %d, C %d", k.name, k.goV, k.cV)
+		}
+	}
+	if unsafe.Sizeof(sh) > c.Ring {
+		t.Errorf("Go's readerShared (%d bytes) runs into the ring at offset %d", unsafe.Sizeof(sh), c.Ring)
+	}
+	// seq alone on its cache line; slots and counters 8-byte aligned for atomics.
+	if c.Seq != 0 || c.Head < cacheLine || c.Align%cacheLine != 0 {
+		t.Errorf("seq at %d, head at %d, reader aligned to %d: seq must have a cache line of its own", c.Seq, c.Head, c.Align)
+	}
+	if c.Ring%cacheLine != 0 || c.SlotSize%8 != 0 {
+		t.Errorf("ring at offset %d, slots of %d bytes", c.Ring, c.SlotSize)
+	}
+	if c.MsgMax < uffdMsgSize {
+		t.Errorf("the reader's message buffer stride %d is smaller than a uffd_msg (%d)", c.MsgMax, uffdMsgSize)
+	}
+	m := openMonitor(t)
+	if a := uintptr(unsafe.Pointer(m.shared())); a%cacheLine != 0 {
+		t.Errorf("reader state at %#x is not cache-line aligned", a)
+	}
+	if p := m.readerPageSize(); p != uintptr(os.Getpagesize()) {
+		t.Errorf("the reader works in pages of %d bytes, the system's are %d", p, os.Getpagesize())
+	}
+}
+
+// An ABI the reader cannot parse is refused when the reader is made, not clamped.
+func TestReaderRefusesBadABI(t *testing.T) {
+	good := readerABI{msgSize: uffdMsgSize, argOff: uffdArgOff, slots: ringSlots}
+	if err := checkReaderABI(good); err != nil {
+		t.Fatalf("the real ABI was refused: %v", err)
+	}
+	bad := map[string]readerABI{
+		"zero message size":        {msgSize: 0, argOff: uffdArgOff, slots: ringSlots},
+		"message shorter than arg": {msgSize: uffdArgOff + 16, argOff: uffdArgOff, slots: ringSlots},
+		"message over the buffer":  {msgSize: 128, argOff: uffdArgOff, slots: ringSlots},
+		"unaligned message size":   {msgSize: uffdMsgSize + 4, argOff: uffdArgOff, slots: ringSlots},
+		"no slots":                 {msgSize: uffdMsgSize, argOff: uffdArgOff, slots: 0},
+		"slots not a power of 2":   {msgSize: uffdMsgSize, argOff: uffdArgOff, slots: 3 << 10},
+	}
+	for name, abi := range bad {
+		if err := checkReaderABI(abi); !errors.Is(err, unix.EINVAL) {
+			t.Errorf("%s (%+v): %v, want EINVAL", name, abi, err)
+		}
+	}
+}
