@@ -119,6 +119,7 @@ func New[R any](reg Registrar[R], opts Options) (*Cache[R], error) {
 	}
 	c.invalidateFn = c.invalidateLocked
 	c.sub = c.src.Subscribe()
+	addCache(c)
 	return c, nil
 }
 
@@ -147,7 +148,8 @@ func (c *Cache[R]) acquireSlow(mem []byte, addr, end uintptr) (*Region[R], error
 	if c.disabled {
 		return c.uncached(mem, addr, end)
 	}
-	for attempt := 0; attempt < 4; attempt++ {
+	reclaims := 0
+	for attempt := 0; attempt < 4; {
 		c.mu.Lock()
 		if c.closed.Load() {
 			c.mu.Unlock()
@@ -158,20 +160,104 @@ func (c *Cache[R]) acquireSlow(mem []byte, addr, end uintptr) (*Region[R], error
 			c.idx.remember(addr, e)
 			c.unlock()
 			if c.oracle != nil && !c.verify(e, addr, end) {
+				attempt++
 				continue
 			}
 			c.st.hits.Add(1)
 			return e, nil
 		}
-		e, err, retry := c.insertLocked(mem, addr, end)
+		e, err, next := c.insertLocked(mem, addr, end)
+		var re *registerError
+		if next == nextDone && errors.As(err, &re) && isMemlock(re.err) && reclaims < maxReclaims {
+			// The memlock limit refused the registration: evict unused entries (the
+			// first round enough for this one, then all of them) and try again.
+			need := uint64(re.end - re.start)
+			if reclaims > 0 {
+				need = ^uint64(0)
+			}
+			reclaims++
+			freed := c.evictUnusedLocked(need)
+			c.unlock()
+			if freed == 0 {
+				freed = reclaimOthers(c, need)
+			}
+			if freed > 0 {
+				c.st.memlockRetries.Add(1)
+				continue
+			}
+			// Nothing left to evict: pin the transfer's own pages, uncached (a
+			// merged registration may have been larger).
+			return c.uncached(mem, addr, end)
+		}
 		c.unlock()
-		if retry {
+		switch next {
+		case nextRetry:
+			attempt++
 			continue
+		case nextUncached:
+			return c.uncached(mem, addr, end)
 		}
 		return e, err
 	}
 	// The range kept changing while we registered it: do not cache it.
 	return c.uncached(mem, addr, end)
+}
+
+// maxReclaims bounds the evict-and-retry rounds of one Acquire after memlock
+// refusals.
+const maxReclaims = 2
+
+// evictUnusedLocked evicts unused entries, oldest first, until need bytes are freed
+// (at least one entry if there is one); they are deregistered when the lock is
+// released. It returns the bytes evicted.
+func (c *Cache[R]) evictUnusedLocked(need uint64) uint64 {
+	freed := uint64(0)
+	for freed < need || freed == 0 {
+		v := c.lru.victim()
+		if v == nil {
+			break
+		}
+		c.idx.remove(v)
+		_ = c.src.Unwatch(v.start, v.end-v.start)
+		c.victims = append(c.victims, v)
+		c.st.evictions.Add(1)
+		freed += uint64(v.end - v.start)
+	}
+	return freed
+}
+
+// reclaimUnused implements reclaimer: another cache of the process was refused for
+// the memlock limit.
+func (c *Cache[R]) reclaimUnused(need uint64) uint64 {
+	c.mu.Lock()
+	freed := c.evictUnusedLocked(need)
+	c.unlock()
+	return freed
+}
+
+// reclaim frees up to need bytes of unused entries for a registration the memlock
+// limit refused: this cache's first, the process's other caches' if it has none.
+func (c *Cache[R]) reclaim(need uint64) uint64 {
+	if freed := c.reclaimUnused(need); freed > 0 {
+		return freed
+	}
+	return reclaimOthers(c, need)
+}
+
+// memlockError describes a registration of [start, end) that the memlock limit
+// refused for good.
+func (c *Cache[R]) memlockError(start, end uintptr, err error) error {
+	e := &MemlockError{Addr: start, Len: end - start, CacheMax: c.lim.maxBytes, Err: err}
+	if l, lerr := ReadLockedMemory(); lerr == nil {
+		e.Locked, e.LockedKnown = l, true
+	}
+	if p := c.st.pinned.Load(); p > 0 {
+		e.CacheBytes = uint64(p)
+	}
+	if lim, ok := memlockLimit(); ok {
+		e.Limit, e.Exempt = lim, hasIPCLock()
+	}
+	return e
 }
 
 // unlock releases the lock and deregisters the entries evicted or invalidated under it.
@@ -223,9 +309,28 @@ func (c *Cache[R]) dropLocked(e *Region[R], stale bool) {
 	}
 }
 
+// What insertLocked asks its caller to do next.
+const (
+	nextDone     = iota // return e, err
+	nextRetry           // the range changed while it was registered: look again
+	nextUncached        // register the range uncached (after unlocking)
+)
+
+// registerError is a registrar's refusal of [start, end).
+type registerError struct {
+	start, end uintptr
+	err        error
+}
+
+func (e *registerError) Error() string {
+	return fmt.Sprintf("regcache: register [%#x,%#x): %v", e.start, e.end, e.err)
+}
+
+func (e *registerError) Unwrap() error { return e.err }
+
 // insertLocked registers a new entry for [addr, end), merged with the entries it
-// overlaps. retry reports that the range changed while it was being registered.
-func (c *Cache[R]) insertLocked(mem []byte, addr, end uintptr) (e *Region[R], err error, retry bool) {
+// overlaps; next says what the caller does after unlocking.
+func (c *Cache[R]) insertLocked(mem []byte, addr, end uintptr) (e *Region[R], err error, next int) {
 	start, pend := addr&^(pageSize-1), (end+pageSize-1)&^(pageSize-1)
 	base := pageStart(mem, addr-start)
 
@@ -252,15 +357,13 @@ func (c *Cache[R]) insertLocked(mem []byte, addr, end uintptr) (e *Region[R], er
 	}
 	size := mend - mstart
 	if c.lim.over(c.idx.len()-len(ov), uint64(c.st.pinned.Load())-freed, uint64(size)) {
-		e, err := c.uncachedLocked(mem, addr, end)
-		return e, err, false
+		return nil, nil, nextUncached
 	}
 	if err := c.src.Watch(mstart, size); err != nil {
 		if errors.Is(err, driverhooks.ErrNotSupported) {
-			e, err := c.uncachedLocked(mem, addr, end)
-			return e, err, false
+			return nil, nil, nextUncached
 		}
-		return nil, fmt.Errorf("regcache: acquire [%#x,%#x): %w", addr, end, err), false
+		return nil, fmt.Errorf("regcache: acquire [%#x,%#x): %w", addr, end, err), nextDone
 	}
 	e = &Region[R]{start: mstart, end: mend, base: base, cached: true}
 	e.objs = append(e.objs, unsafe.Pointer(unsafe.SliceData(mem)))
@@ -278,7 +381,7 @@ func (c *Cache[R]) insertLocked(mem []byte, addr, end uintptr) (e *Region[R], er
 	reg, err := c.reg.Register(pageSlice(base, size))
 	if err != nil {
 		_ = c.src.Unwatch(mstart, size)
-		return nil, fmt.Errorf("regcache: register [%#x,%#x): %w", mstart, mend, err), false
+		return nil, &registerError{mstart, mend, err}, nextDone
 	}
 	e.reg = reg
 	c.st.pinned.Add(int64(size))
@@ -286,7 +389,7 @@ func (c *Cache[R]) insertLocked(mem []byte, addr, end uintptr) (e *Region[R], er
 		if e.pfn, err = c.oracle.Snapshot(mstart, size); err != nil {
 			c.finalize(e, false)
 			_ = c.src.Unwatch(mstart, size)
-			return nil, err, false
+			return nil, err, nextDone
 		}
 	}
 	e.ref.Store(1)
@@ -298,26 +401,39 @@ func (c *Cache[R]) insertLocked(mem []byte, addr, end uintptr) (e *Region[R], er
 	if e.ref.Load()&refDetached != 0 {
 		c.st.misses.Add(^uint64(0))
 		c.victims = append(c.victims, e) // we hold its only reference
-		return nil, nil, true
+		return nil, nil, nextRetry
 	}
-	return e, nil, false
+	return e, nil, nextDone
 }
 
-// uncached registers [addr, end) for one operation.
+// uncached registers [addr, end) for one operation. A refusal for the memlock limit
+// evicts unused entries (this cache's, then the process's other caches') and
+// retries; what still cannot be pinned is a *MemlockError. The caller holds no lock.
 func (c *Cache[R]) uncached(mem []byte, addr, end uintptr) (*Region[R], error) {
 	start, pend := addr&^(pageSize-1), (end+pageSize-1)&^(pageSize-1)
-	reg, err := c.reg.Register(pageSlice(pageStart(mem, addr-start), pend-start))
+	pages := pageSlice(pageStart(mem, addr-start), pend-start)
+	reg, err := c.reg.Register(pages)
+	for round := 0; err != nil && isMemlock(err) && round < maxReclaims; round++ {
+		need := uint64(pend - start)
+		if round > 0 {
+			need = ^uint64(0)
+		}
+		if c.reclaim(need) == 0 {
+			break
+		}
+		c.st.memlockRetries.Add(1)
+		reg, err = c.reg.Register(pages)
+	}
 	if err != nil {
+		if isMemlock(err) {
+			return nil, c.memlockError(start, pend, err)
+		}
 		return nil, fmt.Errorf("regcache: register [%#x,%#x): %w", start, pend, err)
 	}
 	e := &Region[R]{start: start, end: pend, reg: reg, objs: []unsafe.Pointer{unsafe.Pointer(unsafe.SliceData(mem))}}
 	e.ref.Store(1)
 	c.st.fallbacks.Add(1)
 	return e, nil
-}
-
-func (c *Cache[R]) uncachedLocked(mem []byte, addr, end uintptr) (*Region[R], error) {
-	return c.uncached(mem, addr, end)
 }
 
 // pageStart returns the address off bytes before mem's first byte: the start of its
@@ -438,12 +554,26 @@ func (c *Cache[R]) Flush() {
 	c.unlock()
 }
 
-// Stats returns the counters.
+// notifierInfo is what a Source may say about itself (*driverhooks.Notifier does).
+type notifierInfo interface {
+	Kind() driverhooks.Kind
+	Guarantee() string
+}
+
+// Stats returns the counters, the limits, the process's locked memory (read from
+// /proc/self/status now) and the notifier in use.
 func (c *Cache[R]) Stats() Stats {
 	s := c.st.snapshot()
 	c.mu.Lock()
 	s.Entries = c.idx.len()
 	c.mu.Unlock()
+	s.MaxBytes, s.MemlockLimit = c.lim.maxBytes, c.lim.memlock
+	if l, err := ReadLockedMemory(); err == nil {
+		s.Locked = l
+	}
+	if n, ok := c.src.(notifierInfo); ok {
+		s.Notifier, s.Guarantee = n.Kind(), n.Guarantee()
+	}
 	return s
 }
 
@@ -466,6 +596,7 @@ func (c *Cache[R]) Close() error {
 	c.flushLocked(false)
 	c.sub.Close()
 	c.unlock()
+	removeCache(c)
 	if c.oracle != nil {
 		return c.oracle.Close()
 	}

@@ -22,6 +22,18 @@
 // holds real references to the Go objects it covers, so the GC can neither free nor
 // scavenge them while cached; eviction drops the references.
 //
+// Memory-lock limits. Entries count against the cache's own cap (PTL_RCACHE_MAX_BYTES,
+// lowered to RLIMIT_MEMLOCK) as they are made, but the kernel charges more than one
+// cache's entries: the process's other registrations and mlocks (VmLck and VmPin of
+// /proc/self/status, which ReadLockedMemory and Stats.Locked report) and, for the
+// soft provider's io_uring pins, every process of the same user. So a registration
+// the kernel refuses for the limit (an error matching verbs.ErrMemlock) evicts unused
+// entries, this cache's first and the process's other caches' when it has none, and
+// is tried again; a range that still does not fit gets an uncached registration of
+// the transfer's own pages (a merged entry may be larger); what cannot be pinned
+// even so fails with a *MemlockError that says what is locked, the limit and the
+// cache's cap.
+//
 // The residual window (design.md section 2): the kernel queues the UNMAP event of
 // munmap after releasing the address range, so another thread that maps new memory at
 // the same address and uses it before the event is queued could hit the old entry.

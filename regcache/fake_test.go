@@ -8,7 +8,11 @@ import (
 	"unsafe"
 
 	"github.com/goportals/goportals/driverhooks"
+	"github.com/goportals/goportals/internal/verbs"
 )
+
+// errNoLockable stands for the kernel's ENOMEM past RLIMIT_MEMLOCK.
+var errNoLockable = errors.New("cannot allocate memory")
 
 // fakeSource is a notifier without userfaultfd: Watch records ranges (or refuses them),
 // unmap stands for munmap and reaches the cache through explicit invalidation.
@@ -60,6 +64,34 @@ type fakeRegistrar struct {
 	regs    int
 	deregs  int
 	failErr error
+	// budget, if set, bounds the bytes registered at once (shared by registrars
+	// like RLIMIT_MEMLOCK by a process's registrations): past it Register fails
+	// as the soft provider does, with verbs.ErrMemlock.
+	budget *memBudget
+}
+
+// memBudget is a byte limit shared by fake registrars.
+type memBudget struct {
+	mu          sync.Mutex
+	limit, used uintptr
+	refused     int
+}
+
+func (b *memBudget) take(n uintptr) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.limit {
+		b.refused++
+		return verbs.Errorf("reg_mr", verbs.ErrMemlock, errNoLockable)
+	}
+	b.used += n
+	return nil
+}
+
+func (b *memBudget) give(n uintptr) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
 }
 
 func newFakeRegistrar() *fakeRegistrar { return &fakeRegistrar{live: make(map[int]fakeReg)} }
@@ -73,6 +105,11 @@ func (f *fakeRegistrar) Register(mem []byte) (fakeReg, error) {
 	a := uintptr(unsafe.Pointer(&mem[0]))
 	if a%pageSize != 0 || uintptr(len(mem))%pageSize != 0 {
 		return fakeReg{}, fmt.Errorf("registration [%#x+%#x) not page-aligned", a, len(mem))
+	}
+	if f.budget != nil {
+		if err := f.budget.take(uintptr(len(mem))); err != nil {
+			return fakeReg{}, err
+		}
 	}
 	f.next++
 	r := fakeReg{id: f.next, addr: a, size: uintptr(len(mem))}
@@ -89,6 +126,9 @@ func (f *fakeRegistrar) Deregister(r fakeReg) error {
 	}
 	delete(f.live, r.id)
 	f.deregs++
+	if f.budget != nil {
+		f.budget.give(r.size)
+	}
 	return nil
 }
 

@@ -2,7 +2,11 @@
 
 package regcache
 
-import "golang.org/x/sys/unix"
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
 
 // memlockLimit returns the RLIMIT_MEMLOCK soft limit, ok=false when it is infinite.
 func memlockLimit() (uint64, bool) {
@@ -11,4 +15,14 @@ func memlockLimit() (uint64, bool) {
 		return 0, false
 	}
 	return r.Cur, true
+}
+
+// readLockedMemory reads VmLck and VmPin from /proc/self/status.
+func readLockedMemory() (LockedMemory, error) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return LockedMemory{}, err
+	}
+	defer f.Close()
+	return parseLockedMemory(f)
 }

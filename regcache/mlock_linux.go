@@ -3,8 +3,10 @@
 package regcache
 
 import (
+	"errors"
 	"unsafe"
 
+	"github.com/goportals/goportals/internal/verbs"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,10 +22,11 @@ type Pin struct {
 // snapshot). It obeys RLIMIT_MEMLOCK.
 type MlockRegistrar struct{}
 
-// Register locks mem.
+// Register locks mem. A refusal for RLIMIT_MEMLOCK (ENOMEM past the limit, EPERM
+// with a zero limit, EAGAIN) matches verbs.ErrMemlock, as the verbs providers'.
 func (MlockRegistrar) Register(mem []byte) (Pin, error) {
 	if err := unix.Mlock(mem); err != nil {
-		return Pin{}, err
+		return Pin{}, mlockError(err)
 	}
 	return Pin{Addr: uintptr(unsafe.Pointer(unsafe.SliceData(mem))), Len: uintptr(len(mem)), mem: mem}, nil
 }
@@ -42,4 +45,12 @@ func (MlockRegistrar) Deregister(p Pin) error {
 		_ = unix.Munlock(p.mem[off : off+int(pageSize)])
 	}
 	return nil
+}
+
+// mlockError classifies an mlock failure.
+func mlockError(err error) error {
+	if errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EAGAIN) {
+		return verbs.Errorf("mlock", verbs.ErrMemlock, err)
+	}
+	return err
 }
