@@ -62,6 +62,25 @@ func mmapAt(t testing.TB, at unsafe.Pointer, n int, flags int) []byte {
 	return b
 }
 
+// remapFreed maps n fresh pages at at, an address just freed. Another thread may
+// have mapped something there meanwhile (the runtime, the race detector): then it
+// returns nil and the caller starts over.
+func remapFreed(t testing.TB, at unsafe.Pointer, n int) []byte {
+	t.Helper()
+	r, err := unix.MmapPtr(-1, 0, at, uintptr(n)*pageSize, unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED_NOREPLACE)
+	if errors.Is(err, unix.EEXIST) || (err == nil && r != at) {
+		if err == nil {
+			unix.MunmapPtr(r, uintptr(n)*pageSize)
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("mmap: %v", err)
+	}
+	return unsafe.Slice((*byte)(r), n*int(pageSize))
+}
+
 func munmapRange(t testing.TB, at unsafe.Pointer, n int) {
 	t.Helper()
 	if err := unix.MunmapPtr(at, uintptr(n)*pageSize); err != nil {
@@ -101,7 +120,7 @@ func TestMonitorInvalidates(t *testing.T) {
 		{"munmap", func(t *testing.T, b []byte) []byte {
 			a := ptr(b)
 			munmapRange(t, a, n)
-			return mmapAt(t, a, n, unix.MAP_FIXED_NOREPLACE)
+			return remapFreed(t, a, n)
 		}},
 		{"partial-munmap", func(t *testing.T, b []byte) []byte {
 			munmapRange(t, ptr(b[2*p:]), 2)
@@ -128,7 +147,7 @@ func TestMonitorInvalidates(t *testing.T) {
 				t.Fatalf("mremap: %v", err)
 			}
 			t.Cleanup(func() { munmapRange(t, r, n) })
-			return mmapAt(t, a, n, unix.MAP_FIXED_NOREPLACE)
+			return remapFreed(t, a, n)
 		}},
 		{"mmap-fixed", func(t *testing.T, b []byte) []byte {
 			return mmapAt(t, ptr(b[p:]), 2, unix.MAP_FIXED)[:p]
@@ -137,20 +156,29 @@ func TestMonitorInvalidates(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c, _ := newRealCache[fakeReg](t, newFakeRegistrar(), Options{})
-			b := mmapAt(t, nil, n, 0)
-			defer munmapRange(t, ptr(b), n)
-			r, err := c.Acquire(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !r.Cached() {
-				t.Fatal("anonymous memory was not cached")
-			}
-			mustRelease(t, c, r)
-			after := tc.change(t, b)
-			acquireMiss(t, c, after, r)
-			if s := c.Stats(); s.Invalidations == 0 {
-				t.Fatalf("no invalidation counted: %+v", s)
+			for try := 0; ; try++ {
+				b := mmapAt(t, nil, n, 0)
+				r, err := c.Acquire(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !r.Cached() {
+					t.Fatal("anonymous memory was not cached")
+				}
+				mustRelease(t, c, r)
+				after := tc.change(t, b)
+				if after == nil { // the freed address was taken: start over elsewhere
+					if try == 10 {
+						t.Fatal("the freed address was taken by another mapping 10 times")
+					}
+					continue
+				}
+				acquireMiss(t, c, after, r)
+				if s := c.Stats(); s.Invalidations == 0 {
+					t.Fatalf("no invalidation counted: %+v", s)
+				}
+				munmapRange(t, ptr(b), n)
+				return
 			}
 		})
 	}
@@ -165,9 +193,21 @@ func TestRemapSameAddressMisses(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustRelease(t, c, r)
-	for i := 0; i < 20; i++ {
+	for i, lost := 0, 0; i < 20; i++ {
 		munmapRange(t, a, 4)
-		b = mmapAt(t, a, 4, unix.MAP_FIXED_NOREPLACE)
+		if b = remapFreed(t, a, 4); b == nil {
+			// Another thread mapped the freed address: go on from a new one.
+			if lost++; lost == 10 {
+				t.Fatal("the freed address was taken by another mapping 10 times")
+			}
+			b = mmapAt(t, nil, 4, 0)
+			a = ptr(b)
+			if r, err = c.Acquire(b); err != nil {
+				t.Fatal(err)
+			}
+			mustRelease(t, c, r)
+			continue
+		}
 		acquireMiss(t, c, b, r)
 	}
 	munmapRange(t, a, 4)
