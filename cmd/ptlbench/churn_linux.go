@@ -17,6 +17,8 @@ import (
 	"unsafe"
 
 	"github.com/goportals/goportals/driverhooks"
+	"github.com/goportals/goportals/internal/verbs"
+	"github.com/goportals/goportals/internal/verbs/soft"
 	"github.com/goportals/goportals/regcache"
 	"golang.org/x/sys/unix"
 )
@@ -33,7 +35,7 @@ func init() {
 		name:    "churn",
 		summary: "pin-cache coherence under mmap/munmap/mremap/MAP_FIXED/madvise/GC churn (PTL_CHECK_PFN=1)",
 		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&churnOpts.pin, "pin", "mlock", "churn: registrar, mlock (a real pin: madvise(DONTNEED/FREE) then fails on cached ranges) or populate (faults the pages in for writing like a NIC pin, without locking, so madvise succeeds on cached ranges)")
+			fs.StringVar(&churnOpts.pin, "pin", "soft", "churn: registrar, soft (the soft verbs provider's registration: io_uring long-term pins like a NIC's, so madvise(DONTNEED/FREE) succeeds on cached ranges and any failure fails the run; mlock where io_uring is unavailable), mlock (madvise(DONTNEED/FREE) then fails on cached ranges) or populate (faults the pages in for writing, without pinning)")
 			fs.IntVar(&churnOpts.slots, "slots", 32, "churn: number of mapped ranges that mutators change")
 			fs.IntVar(&churnOpts.slotPages, "slot-pages", 16, "churn: pages per range")
 			fs.IntVar(&churnOpts.maxEntries, "max-entries", 256, "churn: cache entry limit (small, so eviction runs too)")
@@ -84,6 +86,8 @@ type churnSlot struct {
 type churnStats struct {
 	ops         [numOps]atomic.Uint64
 	refused     [numOps]atomic.Uint64 // EINVAL on mlocked ranges, EEXIST on a taken address
+	madvFailed  [numOps]atomic.Uint64 // madvise(DONTNEED/FREE) refused (by errno: see madvErrno)
+	madvErrno   atomic.Int64          // the last errno of a refused madvise
 	acquires    atomic.Uint64
 	heldAcross  atomic.Uint64
 	dataErrors  atomic.Uint64
@@ -134,13 +138,42 @@ func runChurn(ctx context.Context, cfg config) error {
 	} else if !driverhooks.CheckPFNEnabled() {
 		return fmt.Errorf("churn needs %s=1 (it is set to %q)", driverhooks.CheckPFNEnv, os.Getenv(driverhooks.CheckPFNEnv))
 	}
+	notifier := driverhooks.Default()
 	if err := driverhooks.DefaultErr(); err != nil {
-		return fmt.Errorf("churn needs the userfaultfd monitor: %w", err)
+		return fmt.Errorf("churn needs a notifier backend (%s): %w", driverhooks.EnvNotifier, err)
 	}
 	if churnOpts.slots <= 0 || churnOpts.slotPages < 4 || churnOpts.maxEntries <= 0 {
 		return errors.New("churn: -slots and -max-entries must be positive, -slot-pages at least 4")
 	}
-	var mainCache, winCache *regcache.Cache[regcache.Pin]
+	switch churnOpts.pin {
+	case "soft":
+		dev, err := soft.Open()
+		if err != nil {
+			return fmt.Errorf("churn: soft provider: %w", err)
+		}
+		defer dev.Close()
+		pd, err := dev.AllocPD()
+		if err != nil {
+			return fmt.Errorf("churn: soft provider: %w", err)
+		}
+		defer pd.Close()
+		reg := regcache.VerbsRegistrar(pd, verbs.AccessLocalWrite|verbs.AccessRemoteRead|verbs.AccessRemoteWrite)
+		how := "soft, " + dev.PinMethod()
+		// Under a long-term pin madvise must never fail on a cached range.
+		return churnWith(ctx, cfg, notifier, reg, how, dev.PinMethod() == soft.PinIOUring)
+	case "mlock":
+		return churnWith[regcache.Pin](ctx, cfg, notifier, regcache.MlockRegistrar{}, "mlock", false)
+	case "populate":
+		return churnWith[regcache.Pin](ctx, cfg, notifier, populatePin{}, "populate", true)
+	}
+	return fmt.Errorf("churn: -pin %q: want soft, mlock or populate", churnOpts.pin)
+}
+
+// churnWith runs the churn with caches over reg (described by how). madvOK says
+// that madvise(DONTNEED/FREE) must succeed on cached ranges: a failure then fails
+// the run.
+func churnWith[R any](ctx context.Context, cfg config, notifier *driverhooks.Notifier, reg regcache.Registrar[R], how string, madvOK bool) error {
+	var mainCache, winCache *regcache.Cache[R]
 	var err error
 	var staleMu sync.Mutex
 	var staleSeen []string
@@ -155,20 +188,13 @@ func runChurn(ctx context.Context, cfg config) error {
 			staleSeen = append(staleSeen, fmt.Sprintf("[%#x+%#x) %s, %d pages changed", addr, length, kind, pages))
 		}
 	}
-	mainOpts := regcache.Options{MaxEntries: churnOpts.maxEntries, OnStale: onStale}
-	switch churnOpts.pin {
-	case "mlock":
-		mainCache, err = regcache.New[regcache.Pin](regcache.MlockRegistrar{}, mainOpts)
-		if err == nil {
-			winCache, err = regcache.New[regcache.Pin](regcache.MlockRegistrar{}, regcache.Options{})
+	mainOpts := regcache.Options{MaxEntries: churnOpts.maxEntries, OnStale: onStale, Source: notifier}
+	mainCache, err = regcache.New(reg, mainOpts)
+	if err == nil {
+		winCache, err = regcache.New(reg, regcache.Options{Source: notifier})
+		if err != nil {
+			mainCache.Close()
 		}
-	case "populate":
-		mainCache, err = regcache.New[regcache.Pin](populatePin{}, mainOpts)
-		if err == nil {
-			winCache, err = regcache.New[regcache.Pin](populatePin{}, regcache.Options{})
-		}
-	default:
-		return fmt.Errorf("churn: -pin %q: want mlock or populate", churnOpts.pin)
 	}
 	if err != nil {
 		return err
@@ -212,23 +238,31 @@ func runChurn(ctx context.Context, cfg config) error {
 
 	ms := mainCache.Stats()
 	ws := winCache.Stats()
-	var mon driverhooks.MonitorStats
-	if m := driverhooks.Default().Monitor(); m != nil {
-		mon = m.Stats()
-	}
 	w := cfg.out
 	fmt.Fprintf(w, "churn: %v, %d mutators + %d workers + 1 Go-heap thread + 1 reuse-window pair, pin=%s, %d ranges of %d pages\n",
-		elapsed.Round(time.Millisecond), cfg.threads, cfg.threads, churnOpts.pin, churnOpts.slots, churnOpts.slotPages)
+		elapsed.Round(time.Millisecond), cfg.threads, cfg.threads, how, churnOpts.slots, churnOpts.slotPages)
+	fmt.Fprintf(w, "  notifier: %s (%s=%q): %s\n", ms.Notifier, driverhooks.EnvNotifier, os.Getenv(driverhooks.EnvNotifier), ms.Guarantee)
 	for k := 0; k < numOps; k++ {
 		fmt.Fprintf(w, "  %-15s %10d  (refused %d)\n", opNames[k], st.ops[k].Load(), st.refused[k].Load())
 	}
+	madvFailed := st.madvFailed[opDontneed].Load() + st.madvFailed[opFree].Load()
+	fmt.Fprintf(w, "  madvise failures on cached ranges: %d (DONTNEED %d, FREE %d", madvFailed,
+		st.madvFailed[opDontneed].Load(), st.madvFailed[opFree].Load())
+	if madvFailed > 0 {
+		fmt.Fprintf(w, ", last %v", unix.Errno(st.madvErrno.Load()))
+	}
+	fmt.Fprintf(w, ")\n")
 	fmt.Fprintf(w, "  slowest mutation (lock wait included): %v\n", time.Duration(st.slowestMut.Load()))
 	fmt.Fprintf(w, "  go-alloc        %10d  free-os-memory %d\n", st.goAllocs.Load(), st.freeOSMem.Load())
 	fmt.Fprintf(w, "  acquires        %10d  held across a mutation %d, data errors %d, acquire errors %d, release errors %d\n",
 		st.acquires.Load(), st.heldAcross.Load(), st.dataErrors.Load(), st.acqErrors.Load(), st.relErrors.Load())
-	fmt.Fprintf(w, "  cache: hits %d misses %d evictions %d invalidations %d stale-in-use %d merges %d fallbacks %d stale-hits %d entries %d pinned %d B\n",
-		ms.Hits, ms.Misses, ms.Evictions, ms.Invalidations, ms.StaleInUse, ms.Merges, ms.Fallbacks, ms.StaleHits, ms.Entries, ms.PinnedBytes)
-	fmt.Fprintf(w, "  monitor: events %d published %d pagefaults %d errors %d\n", mon.Events, mon.Published, mon.Pagefaults, mon.Errors)
+	fmt.Fprintf(w, "  cache: hits %d misses %d evictions %d invalidations %d stale-in-use %d merges %d fallbacks %d memlock-retries %d stale-hits %d entries %d pinned %d B\n",
+		ms.Hits, ms.Misses, ms.Evictions, ms.Invalidations, ms.StaleInUse, ms.Merges, ms.Fallbacks, ms.MemlockRetries, ms.StaleHits, ms.Entries, ms.PinnedBytes)
+	fmt.Fprintf(w, "  locked: VmLck %d B, VmPin %d B\n", ms.Locked.Locked, ms.Locked.Pinned)
+	if m := notifier.Monitor(); m != nil {
+		mon := m.Stats()
+		fmt.Fprintf(w, "  monitor: events %d published %d pagefaults %d errors %d\n", mon.Events, mon.Published, mon.Pagefaults, mon.Errors)
+	}
 	fmt.Fprintf(w, "  reuse window (separate cache): attempts %d, remapped before munmap returned %d, address lost %d, old entry returned %d, stale hits caught by the PFN check %d\n",
 		st.winAttempts.Load(), st.winRaced.Load(), st.winLost.Load(), st.winOldHit.Load(), ws.StaleHits)
 	staleMu.Lock()
@@ -236,7 +270,8 @@ func runChurn(ctx context.Context, cfg config) error {
 		fmt.Fprintf(w, "  stale hit: %s\n", s)
 	}
 	staleMu.Unlock()
-	fmt.Fprintf(w, "stale=%d invalidations=%d hits=%d misses=%d\n", ms.StaleHits, ms.Invalidations, ms.Hits, ms.Misses)
+	fmt.Fprintf(w, "stale=%d invalidations=%d hits=%d misses=%d notifier=%s madvise-failures=%d window-stale=%d\n",
+		ms.StaleHits, ms.Invalidations, ms.Hits, ms.Misses, ms.Notifier, madvFailed, ws.StaleHits)
 
 	if p := st.firstErr.Load(); p != nil {
 		return fmt.Errorf("%w: %v", errFailed, *p)
@@ -246,6 +281,10 @@ func runChurn(ctx context.Context, cfg config) error {
 	}
 	if ms.Invalidations == 0 {
 		return fmt.Errorf("%w: no invalidation happened: the churn did not exercise the notifier", errFailed)
+	}
+	if madvOK && madvFailed > 0 {
+		return fmt.Errorf("%w: madvise failed %d times on cached ranges pinned by %s (last %v)", errFailed, madvFailed, how,
+			unix.Errno(st.madvErrno.Load()))
 	}
 	return nil
 }
@@ -323,8 +362,15 @@ func churnMutator(ctx context.Context, slots []*churnSlot, slotLen int, seed int
 			if op == opFree {
 				adv = unix.MADV_FREE
 			}
-			if err = unix.Madvise(part, adv); errors.Is(err, unix.EINVAL) {
-				st.refused[op].Add(1) // mlocked pages cannot be dropped
+			if err = unix.Madvise(part, adv); err != nil {
+				// mlocked pages cannot be dropped (EINVAL); under a long-term pin
+				// nothing should refuse it.
+				var errno unix.Errno
+				if errors.As(err, &errno) {
+					st.madvErrno.Store(int64(errno))
+				}
+				st.madvFailed[op].Add(1)
+				st.refused[op].Add(1)
 				err = nil
 			}
 		}
@@ -346,7 +392,7 @@ func churnMutator(ctx context.Context, slots []*churnSlot, slotLen int, seed int
 }
 
 // churnWorker acquires registrations of random sub-ranges and checks the data.
-func churnWorker(ctx context.Context, c *regcache.Cache[regcache.Pin], slots []*churnSlot, seed int64, st *churnStats) {
+func churnWorker[R any](ctx context.Context, c *regcache.Cache[R], slots []*churnSlot, seed int64, st *churnStats) {
 	rng := rand.New(rand.NewSource(seed))
 	for ctx.Err() == nil {
 		s := slots[rng.Intn(len(slots))]
@@ -397,7 +443,7 @@ func churnWorker(ctx context.Context, c *regcache.Cache[regcache.Pin], slots []*
 }
 
 // churnGoHeap registers Go memory, drops it and returns it to the OS.
-func churnGoHeap(ctx context.Context, c *regcache.Cache[regcache.Pin], seed int64, st *churnStats) {
+func churnGoHeap[R any](ctx context.Context, c *regcache.Cache[R], seed int64, st *churnStats) {
 	rng := rand.New(rand.NewSource(seed))
 	var keep [16][]byte
 	for i := 0; ctx.Err() == nil; i++ {
@@ -431,7 +477,9 @@ func churnGoHeap(ctx context.Context, c *regcache.Cache[regcache.Pin], seed int6
 // churnWindow exercises the residual window of design.md section 2: thread A caches a
 // registration and unmaps it; thread B maps new memory at the same address as soon as
 // it is free, possibly before A's munmap has returned, and looks it up at once.
-func churnWindow(ctx context.Context, c *regcache.Cache[regcache.Pin], st *churnStats) {
+func churnWindow[R any](ctx context.Context, c *regcache.Cache[R], st *churnStats) {
+	// oldEntry is the entry thread A cached before unmapping.
+	var oldEntry atomic.Pointer[regcache.Region[R]]
 	const n = 4 * pg
 	var target atomic.Pointer[byte]
 	var returned atomic.Bool
@@ -468,7 +516,7 @@ func churnWindow(ctx context.Context, c *regcache.Cache[regcache.Pin], st *churn
 			tag(nb, 0xB)
 			r, err := c.Acquire(nb)
 			if err == nil {
-				if r.Addr() == uintptr(a) && r.Reg().Addr == uintptr(a) && oldEntry.Load() == r {
+				if r.Addr() == uintptr(a) && oldEntry.Load() == r {
 					st.winOldHit.Add(1)
 				}
 				c.Release(r)
@@ -510,9 +558,6 @@ func churnWindow(ctx context.Context, c *regcache.Cache[regcache.Pin], st *churn
 	}
 	wg.Wait()
 }
-
-// oldEntry is the entry thread A cached before unmapping (reuse-window exercise).
-var oldEntry atomic.Pointer[regcache.Region[regcache.Pin]]
 
 // goHeapAddr reports whether addr lies in the Go heap's usual arena range on 64-bit
 // Linux (hint addresses 0x00c0<<32 upwards); used only to label diagnostics.
