@@ -340,6 +340,7 @@ static void ptl_sc_serve(int fd) {
 		__atomic_add_fetch(&ptl_sc.seq, 1, __ATOMIC_SEQ_CST); // odd: a record in flight
 		ptl_sc_handle(ptl_sc_notif);
 		__atomic_add_fetch(&ptl_sc.seq, 1, __ATOMIC_SEQ_CST); // even: published
+		__atomic_add_fetch(&ptl_sc.notifs, 1, __ATOMIC_RELAXED);
 		memset(ptl_sc_resp, 0, ptl_sc.resp_size);
 		memcpy(ptl_sc_resp + PTL_SECCOMP_RESP_ID, ptl_sc_notif + PTL_SECCOMP_NOTIF_ID, 8);
 		uint32_t flags = PTL_SECCOMP_USER_NOTIF_FLAG_CONTINUE;
@@ -353,7 +354,6 @@ static void ptl_sc_serve(int fd) {
 				ptl_sc_error(errno);
 			}
 		}
-		__atomic_add_fetch(&ptl_sc.notifs, 1, __ATOMIC_RELAXED);
 	}
 }
 
