@@ -49,7 +49,9 @@ func NewRegistry(pd verbs.PD, access verbs.Access, opts regcache.Options) (*Regi
 // held, the memory stays registered and Go memory behind it stays alive (the Pinned
 // references every piece), even if nothing else does. n == 0 returns an empty Pinned
 // that holds no registration. Errors: a *RangeError (ErrOutOfRange), ErrClosed, and
-// the pin cache's errors (for instance verbs.ErrMemlock); on error nothing stays held.
+// the pin cache's errors (memory that cannot be pinned under RLIMIT_MEMLOCK even after
+// the cache evicted what it could is a *regcache.MemlockError matching
+// verbs.ErrMemlock); on error nothing stays held.
 func (r *Registry) Pin(m Memory, off, n uint64) (*Pinned, error) {
 	p := new(Pinned)
 	if err := r.PinInto(p, m, off, n); err != nil {
@@ -129,7 +131,8 @@ func (r *Registry) releasePieces(p *Pinned) error {
 // registrations (not yet released). Empty Pinned values are not counted.
 func (r *Registry) Outstanding() int { return int(r.state.Load() &^ closedBit) }
 
-// Stats returns the pin cache's counters.
+// Stats returns the pin cache's counters, limits and notifier, and the process's
+// locked memory (see regcache.Stats).
 func (r *Registry) Stats() regcache.Stats { return r.cache.Stats() }
 
 // Close closes the pin cache and deregisters everything it holds. It fails with ErrBusy
