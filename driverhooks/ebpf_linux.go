@@ -1,0 +1,1045 @@
+//go:build linux
+
+package driverhooks
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+)
+
+// EBPF is the eBPF backend (KindEBPF): programs on the syscall-entry tracepoints of
+// the calls that release or replace pages run in the calling thread before the call
+// does anything. For a thread of this process they write the range into a ring
+// buffer map and then bump a counter in a memory-mapped array map, so Pending is one
+// atomic load and an unmapping call cannot return before its range is recorded: no
+// window. It needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN).
+//
+// What is recorded, at syscall entry (a call that then fails is recorded all the same):
+//   - munmap(addr, len): [addr, addr+len).
+//   - mremap(addr, old_len, new_len, flags, new_addr): [addr, addr+old_len) always
+//     (the pages may move even when the call grows in place), and with MREMAP_FIXED
+//     also [new_addr, new_addr+new_len), which the call replaces.
+//   - mmap with MAP_FIXED: [addr, addr+len), which the new mapping replaces.
+//     MAP_FIXED_NOREPLACE fails rather than replace and is not recorded.
+//   - madvise with an advice that drops or replaces pages: MADV_DONTNEED,
+//     MADV_DONTNEED_LOCKED, MADV_FREE, MADV_REMOVE, MADV_PAGEOUT, MADV_COLLAPSE,
+//     MADV_GUARD_INSTALL (zaps the range), MADV_HWPOISON and MADV_SOFT_OFFLINE
+//     (replace the page). Advice that only changes hints, dump, KSM, THP or fork
+//     behaviour (WIPEONFORK and DONTFORK act on the child only), POPULATE_* (faults
+//     in, never replaces a present page) and GUARD_REMOVE (the range has no pages) are
+//     not recorded.
+//   - process_madvise with one of those advices: the ranges are in a user iovec the
+//     program does not read, so it records a flush.
+//   - brk(addr), addr != 0: the break is not known at entry, so the program keeps the
+//     highest break any brk call of the process returned (a sys_exit_brk program
+//     raises it; the opener calls brk(0) once to seed it) and records [addr, highest)
+//     when addr is below it. Memory above the highest break was never handed out.
+//     Before the first return is seen it records [addr, top of the address space).
+//   - shmdt: the segment's size is not an argument: a flush. shmat with SHM_REMAP:
+//     a flush.
+//   - remap_file_pages(start, size): [start, start+size).
+//
+// Not seen: memory changed by another process (a forked child's munmap of shared
+// memory, truncation of a shared file), and madvise issued through io_uring. Watch
+// therefore refuses shared and file-backed mappings, as userfaultfd does.
+//
+// Watch and Unwatch keep a counted watch set in user space; the programs record every
+// unmapping call of the process, and a drain publishes to the subscriptions only the
+// ranges that overlap a watched range (and every flush). The pin cache watches a
+// range before it registers it and unwatches it only when it drops the entry, so a
+// range filtered out belongs to no entry.
+//
+// When the kernel ring is full the program cannot record a range: it bumps a lost
+// counter (then the sequence word), and the next drain tells every subscription to
+// flush everything. Close detaches the programs and tells the subscriptions to flush.
+type EBPF struct {
+	progs   []*ebpf.Program
+	perfFDs []int
+	filter  *ebpf.Map
+	ring    *ebpf.Map
+	ctrs    *ebpf.Map
+	mem     []byte  // the counters map, mapped shared
+	seqp    *uint64 // the sequence word in mem
+	lostp   *uint64 // ranges the programs could not record
+	brkp    *uint64 // highest break seen (0: none yet)
+	maps    *os.File
+
+	mu       sync.Mutex
+	rd       *ringbuf.Reader
+	rec      ringbuf.Record
+	lostSeen uint64
+	watched  *watchSet
+	subs     int
+	closed   atomic.Bool
+	freed    bool
+	slots    []ebpfSlot
+	head     atomic.Uint64
+	records  uint64
+	flushes  uint64
+}
+
+// EBPFOptions tune OpenEBPF; the zero value takes the defaults.
+type EBPFOptions struct {
+	// RingBytes is the size of the kernel ring of recorded ranges: a power of two of
+	// at least one page (default 256 KiB, 8,192 records). A ring that fills up
+	// before a drain loses ranges and makes the subscriptions flush everything.
+	RingBytes int
+}
+
+// EBPFStats are counters of an eBPF backend.
+type EBPFStats struct {
+	// Seq is the sequence word (bumped once per recorded unmapping call).
+	Seq uint64
+	// Lost counts calls the programs could not record because the ring was full.
+	Lost uint64
+	// Records counts records read from the kernel ring.
+	Records uint64
+	// Published counts ranges and flushes handed to the subscriptions' ring.
+	Published uint64
+	// Flushes counts the flushes among them (shmdt, process_madvise, lost records).
+	Flushes uint64
+	// BrkHigh is the highest program break seen (0: none yet).
+	BrkHigh uint64
+	// Programs is the number of attached programs.
+	Programs int
+	// Watched is the number of disjoint watched ranges.
+	Watched int
+}
+
+// ebpfSlot is one entry of the broadcast ring read by the subscriptions: seq is
+// index+1 once the entry is written (0 while it is rewritten).
+type ebpfSlot struct {
+	seq, start, end, flags atomic.Uint64
+}
+
+const (
+	ebpfSlots        = 1 << 12
+	defaultEBPFRing  = 256 << 10
+	ebpfRecordSize   = 24  // start, end uint64; op, flags uint32
+	ebpfCounterBytes = 128 // one value of the counters map
+	ctrSeq           = 0   // sequence word, alone on its cache line
+	ctrLost          = 64  // lost records
+	ctrBrk           = 72  // highest break seen
+	recFlush         = 1   // record flag: flush everything
+	bpfFMmapable     = 1 << 10
+	bpfRBNoWakeup    = 1 // bpf_ringbuf_submit: no reader to wake (drains poll the counter)
+	shmRemap         = 0o40000
+	madvSoftOffline  = 101
+	ebpfLicense      = "Dual MIT/GPL"
+)
+
+// Record ops (the op field, for tests and statistics).
+const (
+	opMunmap uint32 = 1 + iota
+	opMremap
+	opMmapFixed
+	opMadvise
+	opProcessMadvise
+	opBrk
+	opShmdt
+	opShmat
+	opRemapFilePages
+)
+
+// dropAdvice are the madvise advices that drop or replace the pages of the range.
+var dropAdvice = []int32{
+	unix.MADV_DONTNEED, unix.MADV_DONTNEED_LOCKED, unix.MADV_FREE, unix.MADV_REMOVE,
+	unix.MADV_PAGEOUT, unix.MADV_COLLAPSE, unix.MADV_GUARD_INSTALL,
+	unix.MADV_HWPOISON, madvSoftOffline,
+}
+
+// OpenEBPF loads and attaches the programs and maps the counters. It fails with an
+// error matching ErrNotSupported that says why when the process lacks CAP_BPF or
+// CAP_PERFMON, the kernel refuses the programs or no tracefs can be found or mounted.
+// opts may be nil.
+func OpenEBPF(opts *EBPFOptions) (*EBPF, error) {
+	ringBytes := defaultEBPFRing
+	if opts != nil && opts.RingBytes != 0 {
+		ringBytes = opts.RingBytes
+	}
+	if ringBytes < int(pageSize) || ringBytes&(ringBytes-1) != 0 {
+		return nil, &OpError{Op: "open ebpf", Err: ErrBadRange, Cause: fmt.Errorf("ring of %d bytes: want a power of two of at least %d", ringBytes, pageSize)}
+	}
+	// Probe the capabilities before anything touches the bpf syscall: the library
+	// caches its feature probes, which must not be run without privileges.
+	if err := checkBPFCaps(); err != nil {
+		return nil, notSupported("open ebpf", err)
+	}
+	var ns unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &ns); err != nil {
+		return nil, notSupported("open ebpf", fmt.Errorf("pid namespace: %w", err))
+	}
+	tps, err := readTracepoints(ebpfTracepoints)
+	if err != nil {
+		return nil, notSupported("open ebpf", err)
+	}
+	maps, err := os.Open("/proc/self/maps")
+	if err != nil {
+		return nil, notSupported("open ebpf", err)
+	}
+	b := &EBPF{maps: maps, watched: newWatchSet(), slots: make([]ebpfSlot, ebpfSlots)}
+	ok := false
+	defer func() {
+		if !ok {
+			b.release()
+		}
+	}()
+	if b.filter, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ptl_tgids", Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 1}); err != nil {
+		return nil, notSupported("open ebpf", fmt.Errorf("create the tgid map: %w", err))
+	}
+	if b.ring, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ptl_unmaps", Type: ebpf.RingBuf, MaxEntries: uint32(ringBytes)}); err != nil {
+		return nil, notSupported("open ebpf", fmt.Errorf("create the ring buffer: %w", err))
+	}
+	if b.ctrs, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ptl_seq", Type: ebpf.Array, KeySize: 4, ValueSize: ebpfCounterBytes, MaxEntries: 1, Flags: bpfFMmapable}); err != nil {
+		return nil, notSupported("open ebpf", fmt.Errorf("create the counter map: %w", err))
+	}
+	if b.mem, err = unix.Mmap(b.ctrs.FD(), 0, int(pageSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
+		return nil, notSupported("open ebpf", fmt.Errorf("map the counters: %w", err))
+	}
+	b.seqp = (*uint64)(unsafe.Pointer(&b.mem[ctrSeq]))
+	b.lostp = (*uint64)(unsafe.Pointer(&b.mem[ctrLost]))
+	b.brkp = (*uint64)(unsafe.Pointer(&b.mem[ctrBrk]))
+	if err := b.filter.Put(uint32(os.Getpid()), uint32(0)); err != nil {
+		return nil, notSupported("open ebpf", fmt.Errorf("watch this process: %w", err))
+	}
+	if b.rd, err = ringbuf.NewReader(b.ring); err != nil {
+		return nil, notSupported("open ebpf", fmt.Errorf("read the ring buffer: %w", err))
+	}
+	// Drains never wait: every read returns at once when the ring is empty.
+	b.rd.SetDeadline(time.Unix(1, 0))
+	g := progGen{filter: b.filter, ring: b.ring, ctrs: b.ctrs, nsDev: uint64(ns.Dev), nsIno: ns.Ino}
+	for _, tp := range tps {
+		if !tp.found {
+			continue
+		}
+		insns, err := tp.build(&g, tp.off)
+		if err != nil {
+			return nil, notSupported("open ebpf", fmt.Errorf("%s: %w", tp.name, err))
+		}
+		p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+			Name:         "ptl_" + strings.TrimPrefix(strings.TrimPrefix(tp.name, "sys_"), "enter_"),
+			Type:         ebpf.TracePoint,
+			Instructions: insns,
+			License:      ebpfLicense,
+		})
+		if err != nil {
+			return nil, notSupported("open ebpf", fmt.Errorf("load the %s program: %w", tp.name, err))
+		}
+		b.progs = append(b.progs, p)
+		fd, err := attachTracepoint(tp.id, p)
+		if err != nil {
+			return nil, notSupported("open ebpf", fmt.Errorf("attach to syscalls/%s: %w", tp.name, err))
+		}
+		b.perfFDs = append(b.perfFDs, fd)
+	}
+	// Seed the highest break: sys_exit_brk records what brk(0) returns.
+	unix.Syscall(unix.SYS_BRK, 0, 0, 0)
+	ok = true
+	return b, nil
+}
+
+// notSupported wraps cause as an error matching ErrNotSupported.
+func notSupported(op string, cause error) error {
+	return &OpError{Op: op, Err: ErrNotSupported, Cause: cause}
+}
+
+// checkBPFCaps reports which of CAP_BPF and CAP_PERFMON the calling thread lacks
+// (CAP_SYS_ADMIN stands in for both, as in the kernel).
+func checkBPFCaps() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
+	if has(unix.CAP_SYS_ADMIN) {
+		return nil
+	}
+	var miss []string
+	if !has(unix.CAP_BPF) {
+		miss = append(miss, "CAP_BPF")
+	}
+	if !has(unix.CAP_PERFMON) {
+		miss = append(miss, "CAP_PERFMON")
+	}
+	if len(miss) > 0 {
+		return fmt.Errorf("the eBPF notifier needs CAP_BPF and CAP_PERFMON; this process lacks %s", strings.Join(miss, " and "))
+	}
+	return nil
+}
+
+// attachTracepoint opens a perf event on the tracepoint id and attaches p to it; the
+// program runs on every CPU until the returned descriptor is closed.
+func attachTracepoint(id uint64, p *ebpf.Program) (int, error) {
+	attr := unix.PerfEventAttr{
+		Type:        unix.PERF_TYPE_TRACEPOINT,
+		Config:      id,
+		Sample_type: unix.PERF_SAMPLE_RAW,
+		Sample:      1,
+		Wakeup:      1,
+	}
+	attr.Size = uint32(unsafe.Sizeof(attr))
+	fd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("perf_event_open: %w", err)
+	}
+	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, p.FD()); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("PERF_EVENT_IOC_SET_BPF: %w", err)
+	}
+	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("PERF_EVENT_IOC_ENABLE: %w", err)
+	}
+	return fd, nil
+}
+
+// release frees everything OpenEBPF made; the programs go first.
+func (b *EBPF) release() {
+	for _, fd := range b.perfFDs {
+		unix.Close(fd)
+	}
+	b.perfFDs = nil
+	for _, p := range b.progs {
+		p.Close()
+	}
+	b.progs = nil
+	if b.rd != nil {
+		b.rd.Close()
+		b.rd = nil
+	}
+	if b.mem != nil {
+		unix.Munmap(b.mem)
+		b.mem = nil
+	}
+	for _, m := range []*ebpf.Map{b.filter, b.ring, b.ctrs} {
+		if m != nil {
+			m.Close()
+		}
+	}
+	if b.maps != nil {
+		b.maps.Close()
+	}
+}
+
+// Kind reports KindEBPF.
+func (b *EBPF) Kind() Kind { return KindEBPF }
+
+// Window reports false: every call is recorded before it does anything.
+func (b *EBPF) Window() bool { return false }
+
+// Watch counts one watch of [addr, addr+length) (page-aligned). The range must be
+// private anonymous memory: shared and file-backed mappings can change through other
+// processes, which the programs do not see (ErrUnwatchable); a range not mapped is
+// ErrNotMapped.
+func (b *EBPF) Watch(addr, length uintptr) error {
+	if length == 0 || addr%pageSize != 0 || length%pageSize != 0 || addr+length < addr {
+		return &OpError{Op: "watch", Addr: addr, Len: length, Err: ErrBadRange}
+	}
+	if b.closed.Load() {
+		return &OpError{Op: "watch", Addr: addr, Len: length, Err: ErrClosed}
+	}
+	if err := b.checkPrivateAnon(addr, addr+length); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed.Load() {
+		return &OpError{Op: "watch", Addr: addr, Len: length, Err: ErrClosed}
+	}
+	b.watched.add(addr, addr+length)
+	return nil
+}
+
+// Unwatch ends one Watch of [addr, addr+length).
+func (b *EBPF) Unwatch(addr, length uintptr) error {
+	if length == 0 || addr%pageSize != 0 || length%pageSize != 0 || addr+length < addr {
+		return &OpError{Op: "unwatch", Addr: addr, Len: length, Err: ErrBadRange}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.closed.Load() {
+		b.watched.remove(addr, addr+length)
+	}
+	return nil
+}
+
+// Close detaches the programs and frees the kernel objects once no subscription reads
+// them any more; subscriptions see a change that makes them flush everything.
+func (b *EBPF) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed.Load() {
+		return nil
+	}
+	for _, fd := range b.perfFDs {
+		unix.Close(fd)
+	}
+	b.perfFDs = nil
+	b.closed.Store(true)
+	b.watched = newWatchSet()
+	atomic.AddUint64(b.seqp, 1)
+	b.maybeFreeLocked()
+	return nil
+}
+
+func (b *EBPF) maybeFreeLocked() {
+	if b.closed.Load() && b.subs == 0 && !b.freed {
+		b.freed = true
+		b.release()
+	}
+}
+
+// Stats returns the backend's counters.
+func (b *EBPF) Stats() EBPFStats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.freed {
+		return EBPFStats{}
+	}
+	return EBPFStats{
+		Seq:       atomic.LoadUint64(b.seqp),
+		Lost:      atomic.LoadUint64(b.lostp),
+		BrkHigh:   atomic.LoadUint64(b.brkp),
+		Records:   b.records,
+		Published: b.head.Load(),
+		Flushes:   b.flushes,
+		Programs:  len(b.perfFDs),
+		Watched:   len(b.watched.spans()),
+	}
+}
+
+// seq loads the counter the programs bump: one atomic load from the mapped map.
+func (b *EBPF) seq() uint64 { return atomic.LoadUint64(b.seqp) }
+
+// attach registers a subscription; it starts after everything recorded so far.
+func (b *EBPF) attach() (seq, head uint64, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed.Load() {
+		return 0, 0, false
+	}
+	b.subs++
+	seq = atomic.LoadUint64(b.seqp)
+	b.pumpLocked()
+	return seq, b.head.Load(), true
+}
+
+// detach forgets a subscription.
+func (b *EBPF) detach() {
+	b.mu.Lock()
+	b.subs--
+	b.maybeFreeLocked()
+	b.mu.Unlock()
+}
+
+// drain moves the kernel ring into the broadcast ring, then hands the ranges after
+// *cursor to fn (without a lock: fn may call Unwatch). The counter is loaded first:
+// each program commits its record before it bumps the counter, so every call counted
+// in the returned value is in the ring by then.
+func (b *EBPF) drain(cursor *uint64, fn func(start, end uintptr)) (seq uint64, all bool) {
+	b.mu.Lock()
+	seq = atomic.LoadUint64(b.seqp)
+	if b.closed.Load() {
+		*cursor = b.head.Load()
+		b.mu.Unlock()
+		return seq, true
+	}
+	b.pumpLocked()
+	head := b.head.Load()
+	b.mu.Unlock()
+	c := *cursor
+	if head-c > ebpfSlots {
+		*cursor = head
+		return seq, true
+	}
+	for ; c != head; c++ {
+		sl := &b.slots[c&(ebpfSlots-1)]
+		s1 := sl.seq.Load()
+		start, end, flags := sl.start.Load(), sl.end.Load(), sl.flags.Load()
+		if s2 := sl.seq.Load(); s1 != c+1 || s2 != c+1 {
+			// Overwritten while we read: ranges were lost.
+			*cursor = head
+			return seq, true
+		}
+		if flags&recFlush != 0 {
+			all = true
+			continue
+		}
+		fn(uintptr(start), uintptr(end))
+	}
+	*cursor = c
+	return seq, all
+}
+
+// pumpLocked reads every committed record of the kernel ring and publishes the
+// watched ranges and the flushes. The lost counter is loaded before the ring: a
+// program bumps it before the sequence word, so a loss counted in a sequence value
+// the caller loaded is seen here.
+func (b *EBPF) pumpLocked() {
+	lost := atomic.LoadUint64(b.lostp)
+	if b.rd.AvailableBytes() > 0 {
+		for {
+			err := b.rd.ReadInto(&b.rec)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				break
+			}
+			if err != nil || len(b.rec.RawSample) < ebpfRecordSize {
+				// A ring we cannot parse any more: nothing it held can be trusted.
+				b.publishLocked(0, 0, recFlush)
+				break
+			}
+			b.records++
+			raw := b.rec.RawSample
+			start := *(*uint64)(unsafe.Pointer(&raw[0]))
+			end := *(*uint64)(unsafe.Pointer(&raw[8]))
+			flags := *(*uint32)(unsafe.Pointer(&raw[20]))
+			if flags&recFlush != 0 {
+				b.publishLocked(0, 0, recFlush)
+				continue
+			}
+			start, end = pageSpan(start, end)
+			if start < end && b.watchedLocked(start, end) {
+				b.publishLocked(start, end, 0)
+			}
+		}
+	}
+	if lost != b.lostSeen {
+		b.lostSeen = lost
+		b.publishLocked(0, 0, recFlush)
+	}
+}
+
+// pageSpan widens [start, end) to whole pages; an end that wrapped around means the
+// top of the address space.
+func pageSpan(start, end uint64) (uint64, uint64) {
+	ps := uint64(pageSize)
+	if end < start {
+		end = ^uint64(0)
+	}
+	start &^= ps - 1
+	if e := (end + ps - 1) &^ (ps - 1); e >= end {
+		end = e
+	} else {
+		end = ^uint64(0) &^ (ps - 1)
+	}
+	return start, end
+}
+
+// watchedLocked reports whether [start, end) overlaps a watched range.
+func (b *EBPF) watchedLocked(start, end uint64) bool {
+	hit := false
+	b.watched.t.DescendLessOrEqual(seg{start: uintptr(start)}, func(s seg) bool {
+		hit = uint64(s.end) > start
+		return false
+	})
+	if hit {
+		return true
+	}
+	b.watched.t.AscendRange(seg{start: uintptr(start)}, seg{start: uintptr(end)}, func(s seg) bool {
+		hit = true
+		return false
+	})
+	return hit
+}
+
+func (b *EBPF) publishLocked(start, end uint64, flags uint64) {
+	if flags&recFlush != 0 {
+		b.flushes++
+	}
+	h := b.head.Load()
+	sl := &b.slots[h&(ebpfSlots-1)]
+	sl.seq.Store(0)
+	sl.start.Store(start)
+	sl.end.Store(end)
+	sl.flags.Store(flags)
+	sl.seq.Store(h + 1)
+	b.head.Store(h + 1)
+}
+
+// checkPrivateAnon checks that [start, end) is mapped, private and anonymous.
+func (b *EBPF) checkPrivateAnon(start, end uintptr) error {
+	for a := start; a < end; {
+		v, err := queryVMA(b.maps, a)
+		if err != nil {
+			return err
+		}
+		if v.shared || v.file {
+			return &OpError{Op: "watch", Addr: start, Len: end - start, Err: ErrUnwatchable,
+				Cause: fmt.Errorf("[%#x,%#x) is a shared or file-backed mapping, which other processes can change unseen", v.start, v.end)}
+		}
+		a = v.end
+	}
+	return nil
+}
+
+// vma is what Watch needs to know of one mapping.
+type vma struct {
+	start, end   uintptr
+	shared, file bool
+}
+
+// procmapQuery mirrors struct procmap_query (PROCMAP_QUERY, Linux 6.11).
+type procmapQuery struct {
+	size, queryFlags, queryAddr             uint64
+	vmaStart, vmaEnd, vmaFlags, vmaPageSize uint64
+	vmaOffset, inode                        uint64
+	devMajor, devMinor                      uint32
+	vmaNameSize, buildIDSize                uint32
+	vmaNameAddr, buildIDAddr                uint64
+}
+
+const (
+	procmapQueryIoctl  = 0xC0000000 | uintptr(unsafe.Sizeof(procmapQuery{}))<<16 | 'f'<<8 | 17
+	procmapQueryShared = 0x08
+)
+
+var procmapQueryMissing atomic.Bool
+
+// queryVMA returns the mapping that contains addr, through PROCMAP_QUERY when the
+// kernel has it and by reading /proc/self/maps otherwise.
+func queryVMA(maps *os.File, addr uintptr) (vma, error) {
+	if !procmapQueryMissing.Load() {
+		q := procmapQuery{queryAddr: uint64(addr)}
+		q.size = uint64(unsafe.Sizeof(q))
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, maps.Fd(), procmapQueryIoctl, uintptr(unsafe.Pointer(&q)))
+		switch e {
+		case 0:
+			return vma{start: uintptr(q.vmaStart), end: uintptr(q.vmaEnd),
+				shared: q.vmaFlags&procmapQueryShared != 0,
+				file:   q.inode != 0 || q.devMajor != 0 || q.devMinor != 0}, nil
+		case unix.ENOENT:
+			return vma{}, &OpError{Op: "watch", Addr: addr, Err: ErrNotMapped}
+		case unix.ENOTTY, unix.EINVAL:
+			procmapQueryMissing.Store(true)
+		default:
+			return vma{}, &OpError{Op: "watch", Addr: addr, Err: ErrNotSupported, Cause: e}
+		}
+	}
+	return scanMaps(addr)
+}
+
+// scanMaps finds the mapping containing addr in /proc/self/maps.
+func scanMaps(addr uintptr) (vma, error) {
+	data, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return vma{}, &OpError{Op: "watch", Addr: addr, Err: ErrNotSupported, Cause: err}
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		v, ok := parseMapsLine(sc.Text())
+		if ok && v.start <= addr && addr < v.end {
+			return v, nil
+		}
+	}
+	return vma{}, &OpError{Op: "watch", Addr: addr, Err: ErrNotMapped}
+}
+
+// parseMapsLine parses "start-end perms offset major:minor inode [path]".
+func parseMapsLine(line string) (vma, bool) {
+	f := strings.Fields(line)
+	if len(f) < 5 {
+		return vma{}, false
+	}
+	lo, hi, ok := strings.Cut(f[0], "-")
+	if !ok || len(f[1]) < 4 {
+		return vma{}, false
+	}
+	s, err1 := strconv.ParseUint(lo, 16, 64)
+	e, err2 := strconv.ParseUint(hi, 16, 64)
+	if err1 != nil || err2 != nil {
+		return vma{}, false
+	}
+	return vma{start: uintptr(s), end: uintptr(e), shared: f[1][3] == 's',
+		file: f[3] != "00:00" || f[4] != "0"}, true
+}
+
+// tracepoint is one syscall tracepoint the backend attaches to.
+type tracepoint struct {
+	name     string                                                           // event under events/syscalls
+	fields   []string                                                         // the arguments the program reads
+	required bool                                                             // open fails without it
+	build    func(g *progGen, off map[string]int16) (asm.Instructions, error) // the program
+	id       uint64
+	off      map[string]int16
+	found    bool
+}
+
+// ebpfTracepoints are the calls that release or replace pages. A missing optional
+// tracepoint means the kernel lacks the call (SysV IPC, remap_file_pages).
+var ebpfTracepoints = []tracepoint{
+	{name: "sys_enter_munmap", fields: []string{"addr", "len"}, required: true, build: buildMunmap},
+	{name: "sys_enter_mremap", fields: []string{"addr", "old_len", "new_len", "flags", "new_addr"}, required: true, build: buildMremap},
+	{name: "sys_enter_mmap", fields: []string{"addr", "len", "flags"}, required: true, build: buildMmap},
+	{name: "sys_enter_madvise", fields: []string{"start", "len_in", "behavior"}, required: true, build: buildMadvise},
+	{name: "sys_enter_brk", fields: []string{"brk"}, required: true, build: buildBrkEnter},
+	{name: "sys_exit_brk", fields: []string{"ret"}, required: true, build: buildBrkExit},
+	{name: "sys_enter_process_madvise", fields: []string{"behavior"}, build: buildProcessMadvise},
+	{name: "sys_enter_shmdt", build: buildShmdt},
+	{name: "sys_enter_shmat", fields: []string{"shmflg"}, build: buildShmat},
+	{name: "sys_enter_remap_file_pages", fields: []string{"start", "size"}, build: buildRemapFilePages},
+}
+
+// readTracepoints reads the ids and argument offsets of tps from tracefs, mounting
+// it on a temporary directory for the duration when none is mounted (the ids are
+// global; nothing stays mounted).
+func readTracepoints(in []tracepoint) ([]tracepoint, error) {
+	dir, cleanup, err := tracefsDir()
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	tps := append([]tracepoint(nil), in...)
+	for i := range tps {
+		tp := &tps[i]
+		ev := filepath.Join(dir, "events", "syscalls", tp.name)
+		idb, err := os.ReadFile(filepath.Join(ev, "id"))
+		if errors.Is(err, os.ErrNotExist) && !tp.required {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("tracepoint syscalls/%s: %w", tp.name, err)
+		}
+		if tp.id, err = strconv.ParseUint(strings.TrimSpace(string(idb)), 10, 64); err != nil {
+			return nil, fmt.Errorf("tracepoint syscalls/%s id: %w", tp.name, err)
+		}
+		format, err := os.ReadFile(filepath.Join(ev, "format"))
+		if err != nil {
+			return nil, fmt.Errorf("tracepoint syscalls/%s: %w", tp.name, err)
+		}
+		if tp.off, err = fieldOffsets(string(format), tp.fields); err != nil {
+			return nil, fmt.Errorf("tracepoint syscalls/%s: %w", tp.name, err)
+		}
+		tp.found = true
+	}
+	return tps, nil
+}
+
+// fieldOffsets returns the offsets of the named 8-byte fields of a tracepoint format.
+func fieldOffsets(format string, names []string) (map[string]int16, error) {
+	all := map[string][2]int{}
+	for _, line := range strings.Split(format, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "field:") {
+			continue
+		}
+		var decl string
+		off, size := -1, -1
+		for _, part := range strings.Split(line, ";") {
+			part = strings.TrimSpace(part)
+			switch {
+			case strings.HasPrefix(part, "field:"):
+				decl = strings.TrimPrefix(part, "field:")
+			case strings.HasPrefix(part, "offset:"):
+				off, _ = strconv.Atoi(strings.TrimPrefix(part, "offset:"))
+			case strings.HasPrefix(part, "size:"):
+				size, _ = strconv.Atoi(strings.TrimPrefix(part, "size:"))
+			}
+		}
+		if f := strings.Fields(decl); len(f) > 0 {
+			all[strings.TrimLeft(f[len(f)-1], "*")] = [2]int{off, size}
+		}
+	}
+	out := make(map[string]int16, len(names))
+	for _, n := range names {
+		f, ok := all[n]
+		if !ok {
+			return nil, fmt.Errorf("no field %q in the format", n)
+		}
+		if f[1] != 8 || f[0] < 0 || f[0] > 512 {
+			return nil, fmt.Errorf("field %q has offset %d and size %d; want 8 bytes", n, f[0], f[1])
+		}
+		out[n] = int16(f[0])
+	}
+	return out, nil
+}
+
+// tracefsDir returns a tracefs mount: a mounted one, or one mounted on a temporary
+// directory until cleanup.
+func tracefsDir() (dir string, cleanup func(), err error) {
+	if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(mi), "\n") {
+			// id parent major:minor root mountpoint options... - fstype source opts
+			pre, post, ok := strings.Cut(line, " - ")
+			f, g := strings.Fields(pre), strings.Fields(post)
+			if !ok || len(f) < 5 || len(g) < 1 || f[3] != "/" {
+				continue
+			}
+			mp := unescapeMount(f[4])
+			switch g[0] {
+			case "tracefs":
+				return mp, func() {}, nil
+			case "debugfs":
+				if st, err := os.Stat(filepath.Join(mp, "tracing", "events")); err == nil && st.IsDir() {
+					return filepath.Join(mp, "tracing"), func() {}, nil
+				}
+			}
+		}
+	}
+	tmp, err := os.MkdirTemp("", "ptl-tracefs-")
+	if err != nil {
+		return "", nil, fmt.Errorf("no tracefs mounted, and no directory to mount one: %w", err)
+	}
+	if err := unix.Mount("tracefs", tmp, "tracefs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC|unix.MS_RDONLY, ""); err != nil {
+		os.Remove(tmp)
+		return "", nil, fmt.Errorf("no tracefs mounted, and mounting one failed (needs CAP_SYS_ADMIN): %w", err)
+	}
+	return tmp, func() {
+		unix.Unmount(tmp, unix.MNT_DETACH)
+		os.Remove(tmp)
+	}, nil
+}
+
+// unescapeMount undoes the octal escapes of a mountinfo path.
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func init() {
+	openers[KindEBPF] = func() (Backend, error) {
+		b, err := OpenEBPF(nil)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+}
+
+// progGen builds the programs over the backend's maps. Every program keeps the
+// tracepoint context in R6, the range in R7 and R8 and the process's counters in R9
+// (the registers helpers preserve).
+type progGen struct {
+	filter, ring, ctrs *ebpf.Map
+	nsDev, nsIno       uint64
+}
+
+const (
+	rCtx   = asm.R6
+	rStart = asm.R7
+	rEnd   = asm.R8
+	rCtr   = asm.R9
+)
+
+// arg loads the tracepoint argument at off into dst.
+func arg(dst asm.Register, off int16) asm.Instruction {
+	return asm.LoadMem(dst, rCtx, off, asm.DWord)
+}
+
+// watched exits unless the calling thread belongs to a watched process, and leaves
+// a pointer to that process's counters in R9. The thread group id is taken in this
+// process's pid namespace (the one the library registered its pid in); a thread in
+// another namespace fails the helper and is skipped.
+func (g *progGen) watched() asm.Instructions {
+	return asm.Instructions{
+		asm.LoadImm(asm.R1, int64(g.nsDev), asm.DWord),
+		asm.LoadImm(asm.R2, int64(g.nsIno), asm.DWord),
+		asm.Mov.Reg(asm.R3, asm.RFP),
+		asm.Add.Imm(asm.R3, -16), // struct bpf_pidns_info {u32 pid, tgid}
+		asm.Mov.Imm(asm.R4, 8),
+		asm.FnGetNsCurrentPidTgid.Call(),
+		asm.JNE.Imm(asm.R0, 0, "exit"),
+		asm.LoadMem(asm.R1, asm.RFP, -12, asm.Word),
+		asm.StoreMem(asm.RFP, -4, asm.R1, asm.Word),
+		asm.LoadMapPtr(asm.R1, g.filter.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -4),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "exit"),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.Word), // the process's counter slot
+		asm.StoreMem(asm.RFP, -8, asm.R1, asm.Word),
+		asm.LoadMapPtr(asm.R1, g.ctrs.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -8),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "exit"),
+		asm.Mov.Reg(rCtr, asm.R0),
+	}
+}
+
+// emit commits the record {R7, R8, op, flags} to the ring, or jumps to lost when
+// the ring is full.
+func (g *progGen) emit(op, flags uint32) asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMapPtr(asm.R1, g.ring.FD()),
+		asm.Mov.Imm(asm.R2, ebpfRecordSize),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRingbufReserve.Call(),
+		asm.JEq.Imm(asm.R0, 0, "lost"),
+		asm.StoreMem(asm.R0, 0, rStart, asm.DWord),
+		asm.StoreMem(asm.R0, 8, rEnd, asm.DWord),
+		asm.StoreImm(asm.R0, 16, int64(op), asm.Word),
+		asm.StoreImm(asm.R0, 20, int64(flags), asm.Word),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.Mov.Imm(asm.R2, bpfRBNoWakeup),
+		asm.FnRingbufSubmit.Call(),
+	}
+}
+
+// bump bumps the sequence word after the records were committed (a fully ordered
+// atomic), and ends the program; lost counts a record the ring had no room for,
+// then bumps the sequence word.
+func bump() asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Imm(asm.R1, 1),
+		asm.FetchAdd.Mem(rCtr, asm.R1, asm.DWord, ctrSeq),
+		asm.Ja.Label("exit"),
+		asm.Mov.Imm(asm.R1, 1).WithSymbol("lost"),
+		asm.FetchAdd.Mem(rCtr, asm.R1, asm.DWord, ctrLost),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.FetchAdd.Mem(rCtr, asm.R1, asm.DWord, ctrSeq),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
+		asm.Return(),
+	}
+}
+
+// program concatenates the parts after saving the context.
+func program(parts ...asm.Instructions) asm.Instructions {
+	out := asm.Instructions{asm.Mov.Reg(rCtx, asm.R1)}
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// rangeArgs loads [start, start+length) into R7, R8.
+func rangeArgs(start, length int16) asm.Instructions {
+	return asm.Instructions{
+		arg(rStart, start),
+		arg(rEnd, length),
+		asm.Add.Reg(rEnd, rStart),
+	}
+}
+
+// flushRange loads the (ignored) range of a flush record.
+func flushRange() asm.Instructions {
+	return asm.Instructions{asm.Mov.Imm(rStart, 0), asm.Mov.Imm(rEnd, 0)}
+}
+
+// adviceFilter exits unless the advice at off drops or replaces pages.
+func adviceFilter(off int16) asm.Instructions {
+	out := asm.Instructions{arg(asm.R1, off)}
+	for _, a := range dropAdvice {
+		out = append(out, asm.JEq.Imm32(asm.R1, a, "drops"))
+	}
+	return append(out, asm.Ja.Label("exit"), asm.Mov.Imm(asm.R0, 0).WithSymbol("drops"))
+}
+
+func buildMunmap(g *progGen, off map[string]int16) (asm.Instructions, error) {
+	return program(rangeArgs(off["addr"], off["len"]), g.watched(), g.emit(opMunmap, 0), bump()), nil
+}
+
+func buildRemapFilePages(g *progGen, off map[string]int16) (asm.Instructions, error) {
+	return program(rangeArgs(off["start"], off["size"]), g.watched(), g.emit(opRemapFilePages, 0), bump()), nil
+}
+
+func buildMremap(g *progGen, off map[string]int16) (asm.Instructions, error) {
+	second := append(asm.Instructions{
+		arg(asm.R1, off["flags"]),
+		asm.And.Imm(asm.R1, unix.MREMAP_FIXED),
+		asm.JEq.Imm(asm.R1, 0, "done"),
+	}, rangeArgs(off["new_addr"], off["new_len"])...)
+	second = append(second, g.emit(opMremap, 0)...)
+	done := bump()
+	done[0] = done[0].WithSymbol("done")
+	return program(rangeArgs(off["addr"], off["old_len"]), g.watched(), g.emit(opMremap, 0), second, done), nil
+}
+
+func buildMmap(g *progGen, off map[string]int16) (asm.Instructions, error) {
+	fixed := asm.Instructions{
+		arg(asm.R1, off["flags"]),
+		asm.And.Imm(asm.R1, unix.MAP_FIXED),
+		asm.JEq.Imm(asm.R1, 0, "exit"),
+	}
+	return program(fixed, rangeArgs(off["addr"], off["len"]), g.watched(), g.emit(opMmapFixed, 0), bump()), nil
+}
+
+func buildMadvise(g *progGen, off map[string]int16) (asm.Instructions, error) {
+	return program(adviceFilter(off["behavior"]), rangeArgs(off["start"], off["len_in"]), g.watched(), g.emit(opMadvise, 0), bump()), nil
+}
+
+func buildProcessMadvise(g *progGen, off map[string]int16) (asm.Instructions, error) {
+	return program(adviceFilter(off["behavior"]), g.watched(), flushRange(), g.emit(opProcessMadvise, recFlush), bump()), nil
+}
+
+func buildShmdt(g *progGen, off map[string]int16) (asm.Instructions, error) {
+	return program(g.watched(), flushRange(), g.emit(opShmdt, recFlush), bump()), nil
+}
+
+func buildShmat(g *progGen, off map[string]int16) (asm.Instructions, error) {
+	remap := asm.Instructions{
+		arg(asm.R1, off["shmflg"]),
+		asm.And.Imm(asm.R1, shmRemap),
+		asm.JEq.Imm(asm.R1, 0, "exit"),
+	}
+	return program(remap, g.watched(), flushRange(), g.emit(opShmat, recFlush), bump()), nil
+}
+
+// buildBrkEnter records [addr, highest break) for brk(addr) below the highest break
+// seen, and [addr, top) while none was seen yet.
+func buildBrkEnter(g *progGen, off map[string]int16) (asm.Instructions, error) {
+	pre := asm.Instructions{
+		arg(rStart, off["brk"]),
+		asm.JEq.Imm(rStart, 0, "exit"), // brk(0) asks for the break
+	}
+	high := asm.Instructions{
+		asm.LoadMem(rEnd, rCtr, ctrBrk, asm.DWord),
+		asm.JNE.Imm(rEnd, 0, "known"),
+		asm.LoadImm(rEnd, -1, asm.DWord),
+		asm.JGE.Reg(rStart, rEnd, "exit").WithSymbol("known"),
+	}
+	return program(pre, g.watched(), high, g.emit(opBrk, 0), bump()), nil
+}
+
+// brkRetries bounds the compare-and-swap attempts of sys_exit_brk; after that many
+// lost races the highest break becomes the top of the address space for good.
+const brkRetries = 8
+
+// buildBrkExit raises the highest break seen to what brk returned.
+func buildBrkExit(g *progGen, off map[string]int16) (asm.Instructions, error) {
+	raise := asm.Instructions{asm.LoadMem(asm.R0, rCtr, ctrBrk, asm.DWord)}
+	for i := 0; i < brkRetries; i++ {
+		raise = append(raise,
+			asm.JGE.Reg(asm.R0, rStart, "exit"),
+			asm.Mov.Reg(asm.R2, asm.R0),
+			asm.Mov.Reg(asm.R1, rStart),
+			asm.CmpXchg.Mem(rCtr, asm.R1, asm.DWord, ctrBrk),
+			asm.JEq.Reg(asm.R0, asm.R2, "exit"),
+		)
+	}
+	raise = append(raise,
+		asm.LoadImm(asm.R1, -1, asm.DWord),
+		asm.Xchg.Mem(rCtr, asm.R1, asm.DWord, ctrBrk),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
+		asm.Return(),
+	)
+	return program(asm.Instructions{arg(rStart, off["ret"])}, g.watched(), raise), nil
+}
