@@ -45,6 +45,8 @@ var seccompRoles = map[string]func() error{
 	"crossthread-uffd": func() error { return childCrossThread(KindUffd) },
 	"auto":             childSeccompAuto,
 	"munmap-loop":      childMunmapLoop,
+	"orphan-parent":    childOrphanParent,
+	"orphan":           childOrphan,
 }
 
 // TestSeccompChild is the body of a child process; without seccompChildEnv it does
@@ -704,9 +706,12 @@ func childCrossThread(k Kind) error {
 	n := NewNotifier(b)
 	sub := n.Subscribe()
 	defer sub.Close()
-	iters := 3000
+	iters := 2000
 	if k == KindUffd {
 		iters = 1000
+	}
+	if childtest.RaceEnabled {
+		iters /= 4
 	}
 	var (
 		gen                                                         atomic.Int64 // iteration released to the threads
@@ -891,5 +896,83 @@ func childSeccompAuto() error {
 			return fmt.Errorf("Default's seccomp backend missed a munmap: %v", r)
 		}
 	}
+	return nil
+}
+
+// TestSeccompOrphanedChildGetsENOSYS shows the cost of the one-way decision: a
+// process started under the filter whose supervisor's process has exited gets ENOSYS
+// from every filtered call (the Go runtime crashes on a failed munmap). The child
+// installs the filter and starts a grandchild (a grandchild started after the exit
+// cannot even load libc: the loader's MAP_FIXED mmap fails) that waits for the child
+// to exit (its stdin, a pipe only the child writes, reaches EOF), then calls munmap
+// and madvise
+// and prints what they returned on the stdout this test reads; the test waits for
+// that output, so nothing outlives it.
+func TestSeccompOrphanedChildGetsENOSYS(t *testing.T) {
+	out := runSeccompChild(t, "orphan-parent")
+	if !strings.Contains(out, "orphan munmap: errno 38") || !strings.Contains(out, "orphan madvise: errno 38") {
+		t.Fatalf("an orphan's filtered calls did not fail with ENOSYS (38):\n%s", out)
+	}
+}
+
+func childOrphanParent() error {
+	if _, err := openSeccompChild(); err != nil {
+		return err
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	cmd := childCmd(context.Background(), "orphan", fmt.Sprintf("PTL_SECCOMP_PARENT=%d", os.Getpid()))
+	cmd.Stdin = pr
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	// The grandchild must be running before this process exits: loading it maps
+	// its libraries with MAP_FIXED, which fails once the supervisor is gone.
+	rr, rw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	cmd.ExtraFiles = []*os.File{rw}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	pr.Close()
+	rw.Close()
+	var b [1]byte
+	if n, _ := rr.Read(b[:]); n != 1 {
+		return errors.New("the grandchild did not start")
+	}
+	runtime.KeepAlive(pw) // closed by the exit of this process
+	return nil
+}
+
+func childOrphan() error {
+	ready := os.NewFile(3, "ready")
+	if _, err := ready.Write([]byte{1}); err != nil {
+		return err
+	}
+	ready.Close()
+	var b [1]byte
+	os.Stdin.Read(b[:]) // EOF once the parent has exited
+	// The parent's descriptors (the listener among them) are closed before this
+	// process is re-parented: wait for that.
+	parent := os.Getenv("PTL_SECCOMP_PARENT")
+	for i := 0; i < 1000 && fmt.Sprint(os.Getppid()) == parent; i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+	p, err := rawMmap(0, 2*pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return err
+	}
+	e1 := rawMadvise(p, 2*pageSize, unix.MADV_DONTNEED)
+	e2 := rawMunmap(p, 2*pageSize)
+	errno := func(err error) int {
+		var e unix.Errno
+		if errors.As(err, &e) {
+			return int(e)
+		}
+		return 0
+	}
+	fmt.Printf("orphan munmap: errno %d\norphan madvise: errno %d\n", errno(e2), errno(e1))
 	return nil
 }
