@@ -901,7 +901,8 @@ func childSeccompAuto() error {
 
 // TestSeccompOrphanedChildGetsENOSYS shows the cost of the one-way decision: a
 // process started under the filter whose supervisor's process has exited gets ENOSYS
-// from every filtered call (the Go runtime crashes on a failed munmap). The child
+// from every filtered call (the Go runtime dies when its heap next grows: its
+// MAP_FIXED mmap fails). The child
 // installs the filter and starts a grandchild (a grandchild started after the exit
 // cannot even load libc: the loader's MAP_FIXED mmap fails) that waits for the child
 // to exit (its stdin, a pipe only the child writes, reaches EOF), then calls munmap

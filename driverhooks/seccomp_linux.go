@@ -35,9 +35,10 @@ const seccompSlots = C.PTL_SECCOMP_SLOTS
 // no_new_privs stay on every thread for good (execve of a set-user-ID program no
 // longer gains privileges), the supervisor can never stop, and processes started
 // afterwards inherit the filter, so their calls are answered by this process's
-// supervisor while it lives and fail with ENOSYS once it has exited (measured: the
-// Go runtime then dies on its first munmap, and a program started by such an orphan
-// cannot even be loaded, the loader's MAP_FIXED mmap failing). A process that starts
+// supervisor while it lives and fail with ENOSYS once it has exited (measured: an
+// orphaned Go program dies the next time its heap grows, "cannot map pages in arena
+// address space", its MAP_FIXED mmap failing; a dynamically linked program started
+// after the exit cannot even be loaded, for the same reason). A process that starts
 // children meant to outlive it must not open this backend first. Every filtered
 // call costs a round trip to the supervisor (a few microseconds with
 // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, kernel 6.6 and later; about 200 without). Calls
