@@ -19,6 +19,7 @@
 #define PTL_SECCOMP_FILTER_FLAG_TSYNC (1UL << 0)
 #define PTL_SECCOMP_FILTER_FLAG_NEW_LISTENER (1UL << 3)
 #define PTL_SECCOMP_FILTER_FLAG_TSYNC_ESRCH (1UL << 4)
+#define PTL_SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
 #define PTL_SECCOMP_RET_USER_NOTIF 0x7fc00000U
 #define PTL_SECCOMP_RET_ALLOW 0x7fff0000U
 #define PTL_SECCOMP_USER_NOTIF_FLAG_CONTINUE (1UL << 0)
@@ -32,6 +33,7 @@
 // struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6].
 #define PTL_SECCOMP_DATA_NR 0
 #define PTL_SECCOMP_DATA_ARCH 4
+#define PTL_SECCOMP_DATA_IP 8
 #define PTL_SECCOMP_DATA_ARGS 16
 #define PTL_SECCOMP_DATA_SIZE 64
 // struct seccomp_notif: __u64 id; __u32 pid; __u32 flags; struct seccomp_data data.
@@ -41,6 +43,8 @@
 #define PTL_SECCOMP_NOTIF_SIZE 80
 // struct seccomp_notif_resp: __u64 id; __s64 val; __s32 error; __u32 flags.
 #define PTL_SECCOMP_RESP_ID 0
+#define PTL_SECCOMP_RESP_VAL 8
+#define PTL_SECCOMP_RESP_ERROR 16
 #define PTL_SECCOMP_RESP_FLAGS 20
 #define PTL_SECCOMP_RESP_SIZE 24
 // struct seccomp_notif_sizes: three __u16.
@@ -78,7 +82,7 @@ enum {
 	PTL_SC_MMAP_FIXED,
 	PTL_SC_BRK,
 	PTL_SC_SHM, // shmdt, shmat(SHM_REMAP): flush
-	PTL_SC_OTHER, // process_madvise, remap_file_pages, a foreign or x32 call: flush
+	PTL_SC_OTHER, // process_madvise, remap_file_pages, a call of another ABI
 	PTL_SC_KINDS
 };
 
@@ -96,7 +100,8 @@ struct ptl_seccomp_stats {
 	uint64_t flushes;   // "everything" published
 	uint64_t errors;    // unexpected ioctl errors
 	int64_t last_errno;
-	uint64_t stale_ids; // answers refused with ENOENT (the caller was interrupted and retries)
+	uint64_t stale_ids; // answers refused with ENOENT (the caller is gone)
+	uint64_t foreign;   // calls of other processes (started under the inherited filter), let run
 	uint64_t by_kind[PTL_SC_KINDS];
 	int sync_wake_up;   // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP accepted
 	int sync_errno;     // why not
@@ -108,7 +113,8 @@ struct ptl_seccomp_stats {
 // returns 0 or an errno.
 int ptl_seccomp_open(void);
 
-// ptl_seccomp_filter writes the filter program for the native architecture into
+// ptl_seccomp_filter writes the filter program for the native architecture (x86_64
+// only so far) into
 // prog (at least PTL_SECCOMP_PROG_MAX instructions) and returns its length, or -1
 // when this architecture is not supported.
 int ptl_seccomp_filter(struct ptl_bpf_insn *prog);
@@ -119,6 +125,10 @@ uint64_t *ptl_seccomp_head(void);
 struct ptl_slot *ptl_seccomp_ring(void);
 
 void ptl_seccomp_stats(struct ptl_seccomp_stats *st);
+
+// ptl_seccomp_supervisor_ip is the instruction pointer the kernel reports for the
+// supervisor's own calls, which the filter lets through.
+uint64_t ptl_seccomp_supervisor_ip(void);
 
 // ptl_seccomp_skip_sync_wake_up makes a later ptl_seccomp_open leave the listener
 // without SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, to measure what it saves (tests only).

@@ -142,6 +142,19 @@ func TestSeccompFilterDecisions(t *testing.T) {
 			t.Errorf("%s: filter returns %#x, want %#x", c.name, got, want)
 		}
 	}
+	// The supervisor's own calls, made from one instruction, pass unexamined.
+	ip := seccompSupervisorIP()
+	own := seccompData(arch, unix.SYS_MUNMAP, a, n)
+	binary.LittleEndian.PutUint64(own[8:], ip)
+	if got := runBPF(t, prog, own); got != retAllow {
+		t.Errorf("munmap from the supervisor's instruction: %#x, want allow", got)
+	}
+	for _, other := range []uint64{ip + 1, ip ^ 1<<32, ip &^ 0xffffffff} {
+		binary.LittleEndian.PutUint64(own[8:], other)
+		if got := runBPF(t, prog, own); got != retNotify {
+			t.Errorf("munmap from %#x (the supervisor's is %#x): %#x, want notify", other, ip, got)
+		}
+	}
 	// A call of another ABI (i386 through int 0x80) is notified whatever it is.
 	if got := runBPF(t, prog, seccompData(0x40000003, 20 /* i386 getpid */)); got != retNotify {
 		t.Errorf("i386 call: %#x, want notify", got)

@@ -22,28 +22,37 @@ import (
 const seccompSlots = C.PTL_SECCOMP_SLOTS
 
 // Seccomp is the seccomp user-notification backend (KindSeccomp). A classic BPF
-// filter on every thread of the process stops munmap, mremap, madvise with an advice
+// filter on every thread of the process hands munmap, mremap, madvise with an advice
 // that can drop or replace pages (DONTNEED, FREE, REMOVE, PAGEOUT, DONTNEED_LOCKED,
 // COLLAPSE, GUARD_INSTALL, HWPOISON, SOFT_OFFLINE and any advice a later kernel
-// adds), mmap with MAP_FIXED, a brk that may shrink, shmdt, shmat with SHM_REMAP,
-// remap_file_pages and process_madvise until a supervisor thread (C, no Go, no
-// allocation) has published the range in a broadcast ring and bumped the sequence
-// word; only then does the call run. So no lookup that starts after such a call
-// returned can trust the old pages: there is no window. It needs no privilege.
+// adds), mmap with MAP_FIXED, brk other than brk(0), shmdt, shmat with SHM_REMAP,
+// remap_file_pages and process_madvise to a supervisor thread (C, no Go, no
+// allocation). For a thread of this process the supervisor makes the call itself,
+// with the sequence word odd, publishes the ranges once the pages are gone, turns
+// the word even, and only then answers with the call's result. So a lookup that
+// starts after such a call returned sees the record, and a registration made while
+// the call was in flight (of the old pages) is invalidated by it: there is no
+// window either way. It needs no privilege, but kernel 5.19
+// (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, so that a signal cannot make the caller
+// ask twice for a call already made) and x86_64 for now.
 //
 // Installing the filter is a one-way decision for the whole process: the filter and
 // no_new_privs stay on every thread for good (execve of a set-user-ID program no
 // longer gains privileges), the supervisor can never stop, and processes started
-// afterwards inherit the filter, so their calls are answered by this process's
-// supervisor while it lives and fail with ENOSYS once it has exited (measured: an
-// orphaned Go program dies the next time its heap grows, "cannot map pages in arena
-// address space", its MAP_FIXED mmap failing; a dynamically linked program started
-// after the exit cannot even be loaded, for the same reason). A process that starts
-// children meant to outlive it must not open this backend first. Every filtered
-// call costs a round trip to the supervisor (a few microseconds with
-// SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, kernel 6.6 and later; about 200 without). Calls
-// the kernel makes on a process's behalf without a system call (io_uring's
-// IORING_OP_MADVISE, userfaultfd's UFFDIO_MOVE) are not seen.
+// afterwards inherit the filter: their calls are answered (let run) by this
+// process's supervisor while it lives and fail with ENOSYS once it has exited
+// (measured: an orphaned Go program dies the next time its heap grows, "cannot map
+// pages in arena address space", its MAP_FIXED mmap failing; a dynamically linked
+// program started after the exit cannot even be loaded, for the same reason). A
+// process that starts children meant to outlive it must not open this backend
+// first. Every filtered call costs a round trip to the supervisor and runs on the
+// supervisor's thread, one at a time (a few microseconds with
+// SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, kernel 6.6 and later). A thread that left the
+// process's descriptor table (unshare(CLONE_FILES)) and maps a file with MAP_FIXED
+// would have it mapped from the process's table. Calls the kernel makes on a
+// process's behalf without a system call (io_uring's IORING_OP_MADVISE,
+// userfaultfd's UFFDIO_MOVE) are not seen; nor is the unmapping of another ABI
+// (int 0x80), which is only flushed before it runs.
 //
 // The first OpenSeccomp installs the filter; later ones return further handles on
 // the same supervisor. Watch only counts ranges: every filtered call is published,
@@ -61,9 +70,9 @@ var seccompOpen sync.Mutex
 
 // OpenSeccomp installs the filter on every thread (the first time in the process)
 // and returns a handle on the supervisor. Errors match ErrNotSupported: no cgo, an
-// architecture the filter does not know (ENOSYS), a kernel without user
-// notification or TSYNC_ESRCH (EINVAL), seccomp refused by an outer sandbox (EPERM,
-// EACCES), a thread the filter cannot be synced to (ESRCH).
+// architecture the filter does not know (ENOSYS), a kernel older than 5.19 (EINVAL:
+// no WAIT_KILLABLE_RECV), seccomp refused by an outer sandbox (EPERM, EACCES), a
+// thread the filter cannot be synced to (ESRCH).
 func OpenSeccomp() (*Seccomp, error) {
 	seccompOpen.Lock()
 	rc := C.ptl_seccomp_open()
@@ -157,11 +166,14 @@ type SeccompStats struct {
 	// by call.
 	Notifications                                       uint64
 	Munmap, Mremap, Madvise, MmapFixed, Brk, Shm, Other uint64
-	// Flushes counts "everything" published (shmdt, shmat, process_madvise,
-	// remap_file_pages, a call of another ABI).
+	// Flushes counts "everything" published (shmdt, shmat, process_madvise, a call
+	// of another ABI).
 	Flushes uint64
-	// StaleIDs counts answers to callers a signal had interrupted (they retry).
+	// StaleIDs counts answers to callers that were gone.
 	StaleIDs uint64
+	// Foreign counts calls of other processes (started under the inherited filter),
+	// let run unrecorded.
+	Foreign uint64
 	// Errors counts unexpected ioctl errors; LastErrno is the last one.
 	Errors    uint64
 	LastErrno int
@@ -190,6 +202,7 @@ func (s *Seccomp) Stats() SeccompStats {
 		Other:         uint64(c.by_kind[C.PTL_SC_OTHER]),
 		Flushes:       uint64(c.flushes),
 		StaleIDs:      uint64(c.stale_ids),
+		Foreign:       uint64(c.foreign),
 		Errors:        uint64(c.errors),
 		LastErrno:     int(c.last_errno),
 		SyncWakeUp:    c.sync_wake_up != 0,
@@ -260,6 +273,9 @@ func (s *Seccomp) drain(cursor *uint64, fn func(start, end uintptr)) (seq uint64
 // seccompSkipSyncWakeUp makes the next install leave the listener without
 // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, so tests can measure what the flag saves.
 func seccompSkipSyncWakeUp() { C.ptl_seccomp_skip_sync_wake_up() }
+
+// seccompSupervisorIP is the instruction pointer of the supervisor's own calls.
+func seccompSupervisorIP() uint64 { return uint64(C.ptl_seccomp_supervisor_ip()) }
 
 // bpfInsn mirrors struct ptl_bpf_insn (struct sock_filter).
 type bpfInsn struct {

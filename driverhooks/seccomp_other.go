@@ -30,7 +30,7 @@ func (s *Seccomp) Close() error { return nil }
 type SeccompStats struct {
 	Seq, Published, Notifications                       uint64
 	Munmap, Mremap, Madvise, MmapFixed, Brk, Shm, Other uint64
-	Flushes, StaleIDs, Errors                           uint64
+	Flushes, StaleIDs, Foreign, Errors                  uint64
 	LastErrno                                           int
 	SyncWakeUp                                          bool
 	SyncErrno                                           int
