@@ -5,6 +5,7 @@ package driverhooks
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -18,16 +19,29 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 )
 
 // EBPF is the eBPF backend (KindEBPF): programs on the syscall-entry tracepoints of
 // the calls that release or replace pages run in the calling thread before the call
-// does anything. For a thread of this process they write the range into a ring
-// buffer map and then bump a counter in a memory-mapped array map, so Pending is one
-// atomic load and an unmapping call cannot return before its range is recorded: no
-// window. It needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN).
+// does anything. For a thread of this process they note the call in an in-flight
+// map keyed by thread, commit its range to a ring buffer map and then bump a counter
+// in a memory-mapped array map, so Pending is one atomic load and an unmapping call
+// cannot return before its range is recorded. A program on the sys_exit raw
+// tracepoint commits the range again when the call returns, forgets it and bumps the
+// counter once more.
+//
+// Recording at entry alone would leave a window the other way round: a lookup that
+// drains after the entry record but before the kernel has released the pages could
+// register the old pages again, and another thread could map new memory at the
+// address before the call returns. So a drain that finds a call in flight publishes
+// its ranges again and leaves every subscription pending (the sequence value it
+// returns is one the counter never takes): each lookup drains, and drops what was
+// registered meanwhile, until the exit record arrives, and the exit record
+// invalidates whatever was registered before it. No window either way. It needs
+// CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN).
 //
 // What is recorded, at syscall entry (a call that then fails is recorded all the same):
 //   - munmap(addr, len): [addr, addr+len).
@@ -45,11 +59,11 @@ import (
 //     not recorded.
 //   - process_madvise with one of those advices: the ranges are in a user iovec the
 //     program does not read, so it records a flush.
-//   - brk(addr), addr != 0: the break is not known at entry, so the program keeps the
-//     highest break any brk call of the process returned (a sys_exit_brk program
-//     raises it; the opener calls brk(0) once to seed it) and records [addr, highest)
-//     when addr is below it. Memory above the highest break was never handed out.
-//     Before the first return is seen it records [addr, top of the address space).
+//   - brk(addr), addr != 0: the break is not known at entry, so the programs keep the
+//     highest break any brk call of the process returned (the exit program raises it;
+//     the opener calls brk(0) once to seed it) and record [addr, highest) when addr
+//     is below it. Memory above the highest break was never handed out. Before the
+//     first return is seen they record [addr, top of the address space).
 //   - shmdt: the segment's size is not an argument: a flush. shmat with SHM_REMAP:
 //     a flush.
 //   - remap_file_pages(start, size): [start, start+size).
@@ -66,23 +80,35 @@ import (
 //
 // When the kernel ring is full the program cannot record a range: it bumps a lost
 // counter (then the sequence word), and the next drain tells every subscription to
-// flush everything. Close detaches the programs and tells the subscriptions to flush.
+// flush everything (and rebuilds the calls in flight from the in-flight map). With
+// more than 8,192 threads inside such calls at once, a call the in-flight map cannot
+// hold is recorded as a flush at entry only.
+//
+// Costs: the exit program runs at every system call exit on the machine (a hash
+// lookup; the entry tracepoints already put every thread on the traced syscall
+// path while attached). Close, and the exit of a process that holds the backend,
+// takes about half a second on this kernel: detaching a program from a syscall
+// tracepoint waits for a grace period, about 60 ms for each of the nine. Close
+// detaches the programs and tells the subscriptions to flush.
 type EBPF struct {
-	progs   []*ebpf.Program
-	perfFDs []int
-	filter  *ebpf.Map
-	ring    *ebpf.Map
-	ctrs    *ebpf.Map
-	mem     []byte  // the counters map, mapped shared
-	seqp    *uint64 // the sequence word in mem
-	lostp   *uint64 // ranges the programs could not record
-	brkp    *uint64 // highest break seen (0: none yet)
-	maps    *os.File
+	progs    []*ebpf.Program
+	perfFDs  []int
+	exitLink link.Link
+	filter   *ebpf.Map
+	ring     *ebpf.Map
+	ctrs     *ebpf.Map
+	inflight *ebpf.Map
+	mem      []byte  // the counters map, mapped shared
+	seqp     *uint64 // the sequence word in mem
+	lostp    *uint64 // ranges the programs could not record
+	brkp     *uint64 // highest break seen (0: none yet)
+	maps     *os.File
 
 	mu       sync.Mutex
 	rd       *ringbuf.Reader
 	rec      ringbuf.Record
 	lostSeen uint64
+	calls    map[uint64]ebpfCall // recorded calls not returned yet, by thread
 	watched  *watchSet
 	subs     int
 	closed   atomic.Bool
@@ -95,9 +121,10 @@ type EBPF struct {
 
 // EBPFOptions tune OpenEBPF; the zero value takes the defaults.
 type EBPFOptions struct {
-	// RingBytes is the size of the kernel ring of recorded ranges: a power of two of
-	// at least one page (default 256 KiB, 8,192 records). A ring that fills up
-	// before a drain loses ranges and makes the subscriptions flush everything.
+	// RingBytes is the size of the kernel ring of recorded calls: a power of two of
+	// at least one page (default 512 KiB: 9,362 records of 56 bytes, two per call).
+	// A ring that fills up before a drain loses records and makes the subscriptions
+	// flush everything.
 	RingBytes int
 }
 
@@ -115,10 +142,19 @@ type EBPFStats struct {
 	Flushes uint64
 	// BrkHigh is the highest program break seen (0: none yet).
 	BrkHigh uint64
+	// InFlight is the number of recorded calls that had not returned at the last
+	// drain.
+	InFlight int
 	// Programs is the number of attached programs.
 	Programs int
 	// Watched is the number of disjoint watched ranges.
 	Watched int
+}
+
+// ebpfCall is a recorded call in flight: its ranges (or a flush).
+type ebpfCall struct {
+	r     [2]span
+	flush bool
 }
 
 // ebpfSlot is one entry of the broadcast ring read by the subscriptions: seq is
@@ -129,13 +165,21 @@ type ebpfSlot struct {
 
 const (
 	ebpfSlots        = 1 << 12
-	defaultEBPFRing  = 256 << 10
-	ebpfRecordSize   = 24  // start, end uint64; op, flags uint32
-	ebpfCounterBytes = 128 // one value of the counters map
-	ctrSeq           = 0   // sequence word, alone on its cache line
-	ctrLost          = 64  // lost records
-	ctrBrk           = 72  // highest break seen
-	recFlush         = 1   // record flag: flush everything
+	defaultEBPFRing  = 512 << 10
+	ebpfRecordSize   = 48   // start, end, start2, end2, thread id uint64; op, flags uint32
+	ebpfInflightSize = 40   // start, end, start2, end2 uint64; op, flags uint32
+	ebpfInflightMax  = 8192 // threads inside a recorded call at once
+	ebpfCounterBytes = 128  // one value of the counters map
+	recTid           = 32   // record offsets
+	recOp            = 40
+	ctrSeq           = 0       // sequence word, alone on its cache line
+	ctrLost          = 64      // lost records
+	ctrBrk           = 72      // highest break seen
+	recFlush         = 1       // record flag: flush everything
+	recExit          = 2       // record flag: the call returned
+	recUntracked     = 4       // record flag: the in-flight map was full
+	recSilent        = 8       // in-flight flag: a brk that records nothing
+	poisonSeq        = 1 << 63 // xor-ed into a drained seq while calls are in flight
 	bpfFMmapable     = 1 << 10
 	bpfRBNoWakeup    = 1 // bpf_ringbuf_submit: no reader to wake (drains poll the counter)
 	shmRemap         = 0o40000
@@ -192,7 +236,7 @@ func OpenEBPF(opts *EBPFOptions) (*EBPF, error) {
 	if err != nil {
 		return nil, notSupported("open ebpf", err)
 	}
-	b := &EBPF{maps: maps, watched: newWatchSet(), slots: make([]ebpfSlot, ebpfSlots)}
+	b := &EBPF{maps: maps, watched: newWatchSet(), slots: make([]ebpfSlot, ebpfSlots), calls: map[uint64]ebpfCall{}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -204,6 +248,9 @@ func OpenEBPF(opts *EBPFOptions) (*EBPF, error) {
 	}
 	if b.ring, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ptl_unmaps", Type: ebpf.RingBuf, MaxEntries: uint32(ringBytes)}); err != nil {
 		return nil, notSupported("open ebpf", fmt.Errorf("create the ring buffer: %w", err))
+	}
+	if b.inflight, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ptl_inflight", Type: ebpf.Hash, KeySize: 8, ValueSize: ebpfInflightSize, MaxEntries: ebpfInflightMax}); err != nil {
+		return nil, notSupported("open ebpf", fmt.Errorf("create the in-flight map: %w", err))
 	}
 	if b.ctrs, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ptl_seq", Type: ebpf.Array, KeySize: 4, ValueSize: ebpfCounterBytes, MaxEntries: 1, Flags: bpfFMmapable}); err != nil {
 		return nil, notSupported("open ebpf", fmt.Errorf("create the counter map: %w", err))
@@ -222,14 +269,23 @@ func OpenEBPF(opts *EBPFOptions) (*EBPF, error) {
 	}
 	// Drains never wait: every read returns at once when the ring is empty.
 	b.rd.SetDeadline(time.Unix(1, 0))
-	g := progGen{filter: b.filter, ring: b.ring, ctrs: b.ctrs, nsDev: uint64(ns.Dev), nsIno: ns.Ino}
+	g := progGen{filter: b.filter, ring: b.ring, ctrs: b.ctrs, inflight: b.inflight, nsDev: uint64(ns.Dev), nsIno: ns.Ino}
+	// The exit program first, so that no call is tracked without it.
+	exit, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "ptl_exit", Type: ebpf.RawTracepoint, Instructions: g.buildExit(), License: ebpfLicense})
+	if err != nil {
+		return nil, notSupported("open ebpf", fmt.Errorf("%w: load the sys_exit program: %w", errProgram, err))
+	}
+	b.progs = append(b.progs, exit)
+	if b.exitLink, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sys_exit", Program: exit}); err != nil {
+		return nil, notSupported("open ebpf", fmt.Errorf("attach to the sys_exit raw tracepoint: %w", err))
+	}
 	for _, tp := range tps {
 		if !tp.found {
 			continue
 		}
 		insns, err := tp.build(&g, tp.off)
 		if err != nil {
-			return nil, notSupported("open ebpf", fmt.Errorf("%s: %w", tp.name, err))
+			return nil, notSupported("open ebpf", fmt.Errorf("%w: %s: %w", errProgram, tp.name, err))
 		}
 		p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 			Name:         "ptl_" + strings.TrimPrefix(strings.TrimPrefix(tp.name, "sys_"), "enter_"),
@@ -238,7 +294,7 @@ func OpenEBPF(opts *EBPFOptions) (*EBPF, error) {
 			License:      ebpfLicense,
 		})
 		if err != nil {
-			return nil, notSupported("open ebpf", fmt.Errorf("load the %s program: %w", tp.name, err))
+			return nil, notSupported("open ebpf", fmt.Errorf("%w: load the %s program: %w", errProgram, tp.name, err))
 		}
 		b.progs = append(b.progs, p)
 		fd, err := attachTracepoint(tp.id, p)
@@ -247,11 +303,15 @@ func OpenEBPF(opts *EBPFOptions) (*EBPF, error) {
 		}
 		b.perfFDs = append(b.perfFDs, fd)
 	}
-	// Seed the highest break: sys_exit_brk records what brk(0) returns.
+	// Seed the highest break: the exit program records what brk(0) returns.
 	unix.Syscall(unix.SYS_BRK, 0, 0, 0)
 	ok = true
 	return b, nil
 }
+
+// errProgram marks a program the kernel refused to load: on a kernel that has the
+// features, a bug rather than a missing capability (tests do not skip it).
+var errProgram = errors.New("program refused")
 
 // notSupported wraps cause as an error matching ErrNotSupported.
 func notSupported(op string, cause error) error {
@@ -311,10 +371,7 @@ func attachTracepoint(id uint64, p *ebpf.Program) (int, error) {
 
 // release frees everything OpenEBPF made; the programs go first.
 func (b *EBPF) release() {
-	for _, fd := range b.perfFDs {
-		unix.Close(fd)
-	}
-	b.perfFDs = nil
+	b.detachLocked()
 	for _, p := range b.progs {
 		p.Close()
 	}
@@ -327,7 +384,7 @@ func (b *EBPF) release() {
 		unix.Munmap(b.mem)
 		b.mem = nil
 	}
-	for _, m := range []*ebpf.Map{b.filter, b.ring, b.ctrs} {
+	for _, m := range []*ebpf.Map{b.filter, b.ring, b.ctrs, b.inflight} {
 		if m != nil {
 			m.Close()
 		}
@@ -387,15 +444,25 @@ func (b *EBPF) Close() error {
 	if b.closed.Load() {
 		return nil
 	}
-	for _, fd := range b.perfFDs {
-		unix.Close(fd)
-	}
-	b.perfFDs = nil
+	b.detachLocked()
 	b.closed.Store(true)
 	b.watched = newWatchSet()
 	atomic.AddUint64(b.seqp, 1)
 	b.maybeFreeLocked()
 	return nil
+}
+
+// detachLocked detaches the programs: the entry programs first, so that every call
+// they tracked still meets the exit program.
+func (b *EBPF) detachLocked() {
+	for _, fd := range b.perfFDs {
+		unix.Close(fd)
+	}
+	b.perfFDs = nil
+	if b.exitLink != nil {
+		b.exitLink.Close()
+		b.exitLink = nil
+	}
 }
 
 func (b *EBPF) maybeFreeLocked() {
@@ -419,7 +486,8 @@ func (b *EBPF) Stats() EBPFStats {
 		Records:   b.records,
 		Published: b.head.Load(),
 		Flushes:   b.flushes,
-		Programs:  len(b.perfFDs),
+		InFlight:  len(b.calls),
+		Programs:  len(b.perfFDs) + map[bool]int{true: 1}[b.exitLink != nil],
 		Watched:   len(b.watched.spans()),
 	}
 }
@@ -437,6 +505,9 @@ func (b *EBPF) attach() (seq, head uint64, ok bool) {
 	b.subs++
 	seq = atomic.LoadUint64(b.seqp)
 	b.pumpLocked()
+	if len(b.calls) > 0 {
+		seq ^= poisonSeq
+	}
 	return seq, b.head.Load(), true
 }
 
@@ -461,6 +532,12 @@ func (b *EBPF) drain(cursor *uint64, fn func(start, end uintptr)) (seq uint64, a
 		return seq, true
 	}
 	b.pumpLocked()
+	if len(b.calls) > 0 {
+		// A call is in flight: its pages may still go after this drain, and a
+		// registration made meanwhile would be of them. Stay pending, so that every
+		// lookup drains (and sees the ranges again) until the call has returned.
+		seq ^= poisonSeq
+	}
 	head := b.head.Load()
 	b.mu.Unlock()
 	c := *cursor
@@ -488,9 +565,11 @@ func (b *EBPF) drain(cursor *uint64, fn func(start, end uintptr)) (seq uint64, a
 }
 
 // pumpLocked reads every committed record of the kernel ring and publishes the
-// watched ranges and the flushes. The lost counter is loaded before the ring: a
-// program bumps it before the sequence word, so a loss counted in a sequence value
-// the caller loaded is seen here.
+// watched ranges and the flushes, keeps the set of calls in flight (a call's entry
+// record adds it, its exit record removes it) and publishes the ranges of every call
+// still in flight again. The lost counter is loaded before the ring: a program bumps
+// it before the sequence word, so a loss counted in a sequence value the caller
+// loaded is seen here.
 func (b *EBPF) pumpLocked() {
 	lost := atomic.LoadUint64(b.lostp)
 	if b.rd.AvailableBytes() > 0 {
@@ -506,21 +585,61 @@ func (b *EBPF) pumpLocked() {
 			}
 			b.records++
 			raw := b.rec.RawSample
-			start := *(*uint64)(unsafe.Pointer(&raw[0]))
-			end := *(*uint64)(unsafe.Pointer(&raw[8]))
-			flags := *(*uint32)(unsafe.Pointer(&raw[20]))
-			if flags&recFlush != 0 {
-				b.publishLocked(0, 0, recFlush)
-				continue
+			u64 := func(off int) uint64 { return binary.NativeEndian.Uint64(raw[off:]) }
+			flags := binary.NativeEndian.Uint32(raw[recOp+4:])
+			call := ebpfCall{r: [2]span{{uintptr(u64(0)), uintptr(u64(8))}, {uintptr(u64(16)), uintptr(u64(24))}}, flush: flags&recFlush != 0}
+			switch tid := u64(recTid); {
+			case flags&recExit != 0:
+				delete(b.calls, tid)
+			case flags&recUntracked == 0:
+				b.calls[tid] = call
 			}
-			start, end = pageSpan(start, end)
-			if start < end && b.watchedLocked(start, end) {
-				b.publishLocked(start, end, 0)
-			}
+			b.publishCallLocked(call)
 		}
 	}
 	if lost != b.lostSeen {
 		b.lostSeen = lost
+		b.publishLocked(0, 0, recFlush)
+		b.reconcileLocked()
+	}
+	for _, c := range b.calls {
+		b.publishCallLocked(c)
+	}
+}
+
+// publishCallLocked publishes the watched ranges of a call, or a flush.
+func (b *EBPF) publishCallLocked(c ebpfCall) {
+	if c.flush {
+		b.publishLocked(0, 0, recFlush)
+		return
+	}
+	for _, r := range c.r {
+		start, end := pageSpan(uint64(r.start), uint64(r.end))
+		if start < end && b.watchedLocked(start, end) {
+			b.publishLocked(start, end, 0)
+		}
+	}
+}
+
+// reconcileLocked rebuilds the calls in flight from the kernel's in-flight map after
+// records were lost (an exit record lost would leave its call in flight for good).
+func (b *EBPF) reconcileLocked() {
+	clear(b.calls)
+	var (
+		tid uint64
+		v   [ebpfInflightSize]byte
+	)
+	it := b.inflight.Iterate()
+	for it.Next(&tid, &v) {
+		u64 := func(off int) uint64 { return binary.NativeEndian.Uint64(v[off:]) }
+		flags := binary.NativeEndian.Uint32(v[36:])
+		if flags&recSilent != 0 {
+			continue
+		}
+		b.calls[tid] = ebpfCall{r: [2]span{{uintptr(u64(0)), uintptr(u64(8))}, {uintptr(u64(16)), uintptr(u64(24))}}, flush: flags&recFlush != 0}
+	}
+	if it.Err() != nil {
+		// Unknown calls in flight: a flush now, and the exit records will follow.
 		b.publishLocked(0, 0, recFlush)
 	}
 }
@@ -688,7 +807,6 @@ var ebpfTracepoints = []tracepoint{
 	{name: "sys_enter_mmap", fields: []string{"addr", "len", "flags"}, required: true, build: buildMmap},
 	{name: "sys_enter_madvise", fields: []string{"start", "len_in", "behavior"}, required: true, build: buildMadvise},
 	{name: "sys_enter_brk", fields: []string{"brk"}, required: true, build: buildBrkEnter},
-	{name: "sys_exit_brk", fields: []string{"ret"}, required: true, build: buildBrkExit},
 	{name: "sys_enter_process_madvise", fields: []string{"behavior"}, build: buildProcessMadvise},
 	{name: "sys_enter_shmdt", build: buildShmdt},
 	{name: "sys_enter_shmat", fields: []string{"shmflg"}, build: buildShmat},
@@ -835,11 +953,15 @@ func init() {
 }
 
 // progGen builds the programs over the backend's maps. Every program keeps the
-// tracepoint context in R6, the range in R7 and R8 and the process's counters in R9
-// (the registers helpers preserve).
+// tracepoint context in R6 and the process's counters in R9 (registers the helpers
+// preserve), and builds the call's in-flight entry on the stack:
+//
+//	fp-64 thread id (bpf_get_current_pid_tgid), the in-flight map's key
+//	fp-56 start, fp-48 end, fp-40 start2, fp-32 end2, fp-24 op (u32), fp-20 flags (u32)
+//	fp-16 struct bpf_pidns_info, fp-8 counter slot, fp-4 thread group id
 type progGen struct {
-	filter, ring, ctrs *ebpf.Map
-	nsDev, nsIno       uint64
+	filter, ring, ctrs, inflight *ebpf.Map
+	nsDev, nsIno                 uint64
 }
 
 const (
@@ -847,6 +969,11 @@ const (
 	rStart = asm.R7
 	rEnd   = asm.R8
 	rCtr   = asm.R9
+
+	fpTid   = -64
+	fpVal   = -56 // the in-flight value: ebpfInflightSize bytes
+	fpOp    = fpVal + 32
+	fpFlags = fpVal + 36
 )
 
 // arg loads the tracepoint argument at off into dst.
@@ -885,30 +1012,73 @@ func (g *progGen) watched() asm.Instructions {
 	}
 }
 
-// emit commits the record {R7, R8, op, flags} to the ring, or jumps to lost when
-// the ring is full.
-func (g *progGen) emit(op, flags uint32) asm.Instructions {
+// rangeAt stores [arg start, arg start + arg length) at the stack slot slot.
+func rangeAt(slot int16, start, length int16) asm.Instructions {
 	return asm.Instructions{
+		arg(asm.R1, start),
+		arg(asm.R2, length),
+		asm.Add.Reg(asm.R2, asm.R1),
+		asm.StoreMem(asm.RFP, slot, asm.R1, asm.DWord),
+		asm.StoreMem(asm.RFP, slot+8, asm.R2, asm.DWord),
+	}
+}
+
+// noRange stores an empty range at slot.
+func noRange(slot int16) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Imm(asm.R1, 0),
+		asm.StoreMem(asm.RFP, slot, asm.R1, asm.DWord),
+		asm.StoreMem(asm.RFP, slot+8, asm.R1, asm.DWord),
+	}
+}
+
+// track puts the value on the stack into the in-flight map under the thread id, so
+// that the exit program can publish the ranges again once the call is over. A full
+// map (more threads inside such calls at once than it holds) turns the record into
+// a flush.
+func (g *progGen) track(op, flags uint32) asm.Instructions {
+	return asm.Instructions{
+		asm.StoreImm(asm.RFP, fpOp, int64(op), asm.Word),
+		asm.StoreImm(asm.RFP, fpFlags, int64(flags), asm.Word),
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.StoreMem(asm.RFP, fpTid, asm.R0, asm.DWord),
+		asm.LoadMapPtr(asm.R1, g.inflight.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, fpTid),
+		asm.Mov.Reg(asm.R3, asm.RFP),
+		asm.Add.Imm(asm.R3, fpVal),
+		asm.Mov.Imm(asm.R4, 0), // BPF_ANY
+		asm.FnMapUpdateElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "tracked"),
+		asm.StoreImm(asm.RFP, fpFlags, int64(flags|recFlush|recUntracked), asm.Word),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("tracked"),
+	}
+}
+
+// emit commits the record of the stack value to the ring (or jumps to lost when the
+// ring is full), then bumps the sequence word (a fully ordered atomic) and ends;
+// lost counts a record the ring had no room for, then bumps the sequence word.
+func (g *progGen) emit() asm.Instructions {
+	out := asm.Instructions{
 		asm.LoadMapPtr(asm.R1, g.ring.FD()),
 		asm.Mov.Imm(asm.R2, ebpfRecordSize),
 		asm.Mov.Imm(asm.R3, 0),
 		asm.FnRingbufReserve.Call(),
 		asm.JEq.Imm(asm.R0, 0, "lost"),
-		asm.StoreMem(asm.R0, 0, rStart, asm.DWord),
-		asm.StoreMem(asm.R0, 8, rEnd, asm.DWord),
-		asm.StoreImm(asm.R0, 16, int64(op), asm.Word),
-		asm.StoreImm(asm.R0, 20, int64(flags), asm.Word),
+	}
+	for off := int16(0); off < 32; off += 8 {
+		out = append(out,
+			asm.LoadMem(asm.R1, asm.RFP, fpVal+off, asm.DWord),
+			asm.StoreMem(asm.R0, off, asm.R1, asm.DWord))
+	}
+	return append(out,
+		asm.LoadMem(asm.R1, asm.RFP, fpTid, asm.DWord),
+		asm.StoreMem(asm.R0, recTid, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, fpOp, asm.DWord), // op and flags
+		asm.StoreMem(asm.R0, recOp, asm.R1, asm.DWord),
 		asm.Mov.Reg(asm.R1, asm.R0),
 		asm.Mov.Imm(asm.R2, bpfRBNoWakeup),
 		asm.FnRingbufSubmit.Call(),
-	}
-}
-
-// bump bumps the sequence word after the records were committed (a fully ordered
-// atomic), and ends the program; lost counts a record the ring had no room for,
-// then bumps the sequence word.
-func bump() asm.Instructions {
-	return asm.Instructions{
 		asm.Mov.Imm(asm.R1, 1),
 		asm.FetchAdd.Mem(rCtr, asm.R1, asm.DWord, ctrSeq),
 		asm.Ja.Label("exit"),
@@ -918,30 +1088,18 @@ func bump() asm.Instructions {
 		asm.FetchAdd.Mem(rCtr, asm.R1, asm.DWord, ctrSeq),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
 		asm.Return(),
-	}
+	)
 }
 
-// program concatenates the parts after saving the context.
-func program(parts ...asm.Instructions) asm.Instructions {
+// entry is the program of an unmapping call: checks (which may jump to exit) run
+// first, then the process filter, then ranges fills the two ranges on the stack.
+func (g *progGen) entry(checks, ranges asm.Instructions, op, flags uint32) asm.Instructions {
 	out := asm.Instructions{asm.Mov.Reg(rCtx, asm.R1)}
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
-}
-
-// rangeArgs loads [start, start+length) into R7, R8.
-func rangeArgs(start, length int16) asm.Instructions {
-	return asm.Instructions{
-		arg(rStart, start),
-		arg(rEnd, length),
-		asm.Add.Reg(rEnd, rStart),
-	}
-}
-
-// flushRange loads the (ignored) range of a flush record.
-func flushRange() asm.Instructions {
-	return asm.Instructions{asm.Mov.Imm(rStart, 0), asm.Mov.Imm(rEnd, 0)}
+	out = append(out, checks...)
+	out = append(out, g.watched()...)
+	out = append(out, ranges...)
+	out = append(out, g.track(op, flags)...)
+	return append(out, g.emit()...)
 }
 
 // adviceFilter exits unless the advice at off drops or replaces pages.
@@ -953,24 +1111,34 @@ func adviceFilter(off int16) asm.Instructions {
 	return append(out, asm.Ja.Label("exit"), asm.Mov.Imm(asm.R0, 0).WithSymbol("drops"))
 }
 
+// oneRange fills the first range from the arguments start and length.
+func oneRange(start, length int16) asm.Instructions {
+	return append(rangeAt(fpVal, start, length), noRange(fpVal+16)...)
+}
+
+// flushRanges fills no range (a flush record).
+func flushRanges() asm.Instructions { return append(noRange(fpVal), noRange(fpVal+16)...) }
+
 func buildMunmap(g *progGen, off map[string]int16) (asm.Instructions, error) {
-	return program(rangeArgs(off["addr"], off["len"]), g.watched(), g.emit(opMunmap, 0), bump()), nil
+	return g.entry(nil, oneRange(off["addr"], off["len"]), opMunmap, 0), nil
 }
 
 func buildRemapFilePages(g *progGen, off map[string]int16) (asm.Instructions, error) {
-	return program(rangeArgs(off["start"], off["size"]), g.watched(), g.emit(opRemapFilePages, 0), bump()), nil
+	return g.entry(nil, oneRange(off["start"], off["size"]), opRemapFilePages, 0), nil
 }
 
+// buildMremap records the old range, and with MREMAP_FIXED the destination the call
+// replaces.
 func buildMremap(g *progGen, off map[string]int16) (asm.Instructions, error) {
-	second := append(asm.Instructions{
+	ranges := rangeAt(fpVal, off["addr"], off["old_len"])
+	ranges = append(ranges, noRange(fpVal+16)...)
+	ranges = append(ranges,
 		arg(asm.R1, off["flags"]),
 		asm.And.Imm(asm.R1, unix.MREMAP_FIXED),
-		asm.JEq.Imm(asm.R1, 0, "done"),
-	}, rangeArgs(off["new_addr"], off["new_len"])...)
-	second = append(second, g.emit(opMremap, 0)...)
-	done := bump()
-	done[0] = done[0].WithSymbol("done")
-	return program(rangeArgs(off["addr"], off["old_len"]), g.watched(), g.emit(opMremap, 0), second, done), nil
+		asm.JEq.Imm(asm.R1, 0, "notfixed"))
+	ranges = append(ranges, rangeAt(fpVal+16, off["new_addr"], off["new_len"])...)
+	ranges = append(ranges, asm.Mov.Imm(asm.R0, 0).WithSymbol("notfixed"))
+	return g.entry(nil, ranges, opMremap, 0), nil
 }
 
 func buildMmap(g *progGen, off map[string]int16) (asm.Instructions, error) {
@@ -979,19 +1147,19 @@ func buildMmap(g *progGen, off map[string]int16) (asm.Instructions, error) {
 		asm.And.Imm(asm.R1, unix.MAP_FIXED),
 		asm.JEq.Imm(asm.R1, 0, "exit"),
 	}
-	return program(fixed, rangeArgs(off["addr"], off["len"]), g.watched(), g.emit(opMmapFixed, 0), bump()), nil
+	return g.entry(fixed, oneRange(off["addr"], off["len"]), opMmapFixed, 0), nil
 }
 
 func buildMadvise(g *progGen, off map[string]int16) (asm.Instructions, error) {
-	return program(adviceFilter(off["behavior"]), rangeArgs(off["start"], off["len_in"]), g.watched(), g.emit(opMadvise, 0), bump()), nil
+	return g.entry(adviceFilter(off["behavior"]), oneRange(off["start"], off["len_in"]), opMadvise, 0), nil
 }
 
 func buildProcessMadvise(g *progGen, off map[string]int16) (asm.Instructions, error) {
-	return program(adviceFilter(off["behavior"]), g.watched(), flushRange(), g.emit(opProcessMadvise, recFlush), bump()), nil
+	return g.entry(adviceFilter(off["behavior"]), flushRanges(), opProcessMadvise, recFlush), nil
 }
 
 func buildShmdt(g *progGen, off map[string]int16) (asm.Instructions, error) {
-	return program(g.watched(), flushRange(), g.emit(opShmdt, recFlush), bump()), nil
+	return g.entry(nil, flushRanges(), opShmdt, recFlush), nil
 }
 
 func buildShmat(g *progGen, off map[string]int16) (asm.Instructions, error) {
@@ -1000,46 +1168,141 @@ func buildShmat(g *progGen, off map[string]int16) (asm.Instructions, error) {
 		asm.And.Imm(asm.R1, shmRemap),
 		asm.JEq.Imm(asm.R1, 0, "exit"),
 	}
-	return program(remap, g.watched(), flushRange(), g.emit(opShmat, recFlush), bump()), nil
+	return g.entry(remap, flushRanges(), opShmat, recFlush), nil
 }
 
 // buildBrkEnter records [addr, highest break) for brk(addr) below the highest break
-// seen, and [addr, top) while none was seen yet.
+// seen, and [addr, top) while none was seen yet. Every brk call of the process is
+// tracked (silently when nothing is recorded), so that the exit program can raise
+// the highest break to what the call returns; a silent call the in-flight map has
+// no room for makes the highest break unknown (the top) for good.
 func buildBrkEnter(g *progGen, off map[string]int16) (asm.Instructions, error) {
-	pre := asm.Instructions{
+	out := asm.Instructions{asm.Mov.Reg(rCtx, asm.R1)}
+	out = append(out, g.watched()...)
+	out = append(out,
 		arg(rStart, off["brk"]),
-		asm.JEq.Imm(rStart, 0, "exit"), // brk(0) asks for the break
-	}
-	high := asm.Instructions{
 		asm.LoadMem(rEnd, rCtr, ctrBrk, asm.DWord),
+		asm.JEq.Imm(rStart, 0, "silent"), // brk(0) asks for the break
 		asm.JNE.Imm(rEnd, 0, "known"),
 		asm.LoadImm(rEnd, -1, asm.DWord),
-		asm.JGE.Reg(rStart, rEnd, "exit").WithSymbol("known"),
-	}
-	return program(pre, g.watched(), high, g.emit(opBrk, 0), bump()), nil
-}
-
-// brkRetries bounds the compare-and-swap attempts of sys_exit_brk; after that many
-// lost races the highest break becomes the top of the address space for good.
-const brkRetries = 8
-
-// buildBrkExit raises the highest break seen to what brk returned.
-func buildBrkExit(g *progGen, off map[string]int16) (asm.Instructions, error) {
-	raise := asm.Instructions{asm.LoadMem(asm.R0, rCtr, ctrBrk, asm.DWord)}
-	for i := 0; i < brkRetries; i++ {
-		raise = append(raise,
-			asm.JGE.Reg(asm.R0, rStart, "exit"),
-			asm.Mov.Reg(asm.R2, asm.R0),
-			asm.Mov.Reg(asm.R1, rStart),
-			asm.CmpXchg.Mem(rCtr, asm.R1, asm.DWord, ctrBrk),
-			asm.JEq.Reg(asm.R0, asm.R2, "exit"),
-		)
-	}
-	raise = append(raise,
+		asm.JGE.Reg(rStart, rEnd, "silent").WithSymbol("known"),
+		asm.StoreMem(asm.RFP, fpVal, rStart, asm.DWord),
+		asm.StoreMem(asm.RFP, fpVal+8, rEnd, asm.DWord),
+	)
+	out = append(out, noRange(fpVal+16)...)
+	out = append(out, g.track(opBrk, 0)...)
+	out = append(out, asm.Ja.Label("record"))
+	silent := flushRanges()
+	silent[0] = silent[0].WithSymbol("silent")
+	out = append(out, silent...)
+	out = append(out,
+		asm.StoreImm(asm.RFP, fpOp, int64(opBrk), asm.Word),
+		asm.StoreImm(asm.RFP, fpFlags, recSilent, asm.Word),
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.StoreMem(asm.RFP, fpTid, asm.R0, asm.DWord),
+		asm.LoadMapPtr(asm.R1, g.inflight.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, fpTid),
+		asm.Mov.Reg(asm.R3, asm.RFP),
+		asm.Add.Imm(asm.R3, fpVal),
+		asm.Mov.Imm(asm.R4, 0),
+		asm.FnMapUpdateElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "exit"),
 		asm.LoadImm(asm.R1, -1, asm.DWord),
 		asm.Xchg.Mem(rCtr, asm.R1, asm.DWord, ctrBrk),
+		asm.Ja.Label("exit"),
+	)
+	emit := g.emit()
+	emit[0] = emit[0].WithSymbol("record")
+	return append(out, emit...), nil
+}
+
+// brkRetries bounds the compare-and-swap attempts that raise the highest break;
+// after that many lost races it becomes the top of the address space for good.
+const brkRetries = 8
+
+// buildExit is the raw sys_exit program: for a thread whose call an entry program
+// tracked, it raises the highest break (brk), commits the call's record again with
+// recExit, forgets the call and bumps the sequence word. A registration made while
+// the call was in flight (of the old pages) is invalidated by that record, and a
+// drain that runs while the call is in flight keeps the subscriptions pending.
+func (g *progGen) buildExit() asm.Instructions {
+	out := asm.Instructions{
+		asm.Mov.Reg(rCtx, asm.R1),
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.StoreMem(asm.RFP, fpTid, asm.R0, asm.DWord),
+		asm.LoadMapPtr(asm.R1, g.inflight.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, fpTid),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "exit"),
+		asm.Mov.Reg(rStart, asm.R0), // the in-flight value
+		asm.StoreImm(asm.RFP, -8, 0, asm.Word),
+		asm.LoadMapPtr(asm.R1, g.ctrs.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -8),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "forget"),
+		asm.Mov.Reg(rCtr, asm.R0),
+		asm.LoadMem(asm.R1, rStart, 32, asm.Word), // op
+		asm.JNE.Imm(asm.R1, int32(opBrk), "record"),
+		asm.LoadMem(rEnd, rCtx, 8, asm.DWord), // the break brk returned
+		asm.LoadMem(asm.R0, rCtr, ctrBrk, asm.DWord),
+	}
+	for i := 0; i < brkRetries; i++ {
+		out = append(out,
+			asm.JGE.Reg(asm.R0, rEnd, "raised"),
+			asm.Mov.Reg(asm.R2, asm.R0),
+			asm.Mov.Reg(asm.R1, rEnd),
+			asm.CmpXchg.Mem(rCtr, asm.R1, asm.DWord, ctrBrk),
+			asm.JEq.Reg(asm.R0, asm.R2, "raised"),
+		)
+	}
+	out = append(out,
+		asm.LoadImm(asm.R1, -1, asm.DWord),
+		asm.Xchg.Mem(rCtr, asm.R1, asm.DWord, ctrBrk),
+		asm.LoadMem(asm.R1, rStart, 36, asm.Word).WithSymbol("raised"), // flags
+		asm.And.Imm(asm.R1, recSilent),
+		asm.JNE.Imm(asm.R1, 0, "forget"),
+		asm.LoadMapPtr(asm.R1, g.ring.FD()).WithSymbol("record"),
+		asm.Mov.Imm(asm.R2, ebpfRecordSize),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRingbufReserve.Call(),
+		asm.JEq.Imm(asm.R0, 0, "lost"),
+	)
+	for off := int16(0); off < 32; off += 8 {
+		out = append(out,
+			asm.LoadMem(asm.R1, rStart, off, asm.DWord),
+			asm.StoreMem(asm.R0, off, asm.R1, asm.DWord))
+	}
+	out = append(out,
+		asm.LoadMem(asm.R1, asm.RFP, fpTid, asm.DWord),
+		asm.StoreMem(asm.R0, recTid, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, rStart, 32, asm.Word),
+		asm.StoreMem(asm.R0, recOp, asm.R1, asm.Word),
+		asm.LoadMem(asm.R1, rStart, 36, asm.Word),
+		asm.Or.Imm32(asm.R1, recExit),
+		asm.StoreMem(asm.R0, recOp+4, asm.R1, asm.Word),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.Mov.Imm(asm.R2, bpfRBNoWakeup),
+		asm.FnRingbufSubmit.Call(),
+		asm.Ja.Label("done"),
+		asm.Mov.Imm(asm.R1, 1).WithSymbol("lost"),
+		asm.FetchAdd.Mem(rCtr, asm.R1, asm.DWord, ctrLost),
+		// Forget the call once its record is committed, then bump.
+		asm.LoadMapPtr(asm.R1, g.inflight.FD()).WithSymbol("done"),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, fpTid),
+		asm.FnMapDeleteElem.Call(),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.FetchAdd.Mem(rCtr, asm.R1, asm.DWord, ctrSeq),
+		asm.Ja.Label("exit"),
+		asm.LoadMapPtr(asm.R1, g.inflight.FD()).WithSymbol("forget"),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, fpTid),
+		asm.FnMapDeleteElem.Call(),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
 		asm.Return(),
 	)
-	return program(asm.Instructions{arg(rStart, off["ret"])}, g.watched(), raise), nil
+	return out
 }
