@@ -3,6 +3,7 @@ package eq
 import (
 	"context"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -203,8 +204,30 @@ func (c *Counter) runTriggersLocked() {
 			break
 		}
 	}
-	c.firing = false
+	c.stopFiringLocked()
 	c.mu.Unlock()
+}
+
+// stopFiringLocked ends a firing loop. Called with c.mu held.
+func (c *Counter) stopFiringLocked() { c.firing = false }
+
+// Settle returns once no goroutine is running this counter's triggers. An update
+// that finds another goroutine firing leaves its newly ready triggers to that
+// goroutine's loop; a caller that must know they have fired (for example to issue
+// the operations they released before returning) calls Settle after the update. It
+// must not be called from a Trigger's Fire on the same counter.
+// A firing loop only runs Fire methods, so the wait is short: Settle yields the
+// processor until it ends, and allocates nothing.
+func (c *Counter) Settle() {
+	for {
+		c.mu.Lock()
+		firing := c.firing
+		c.mu.Unlock()
+		if !firing {
+			return
+		}
+		runtime.Gosched()
+	}
 }
 
 // fire runs one trigger. If it panics the loop is abandoned: fire clears c.firing so
@@ -214,7 +237,7 @@ func (c *Counter) fire(t Trigger) {
 	defer func() {
 		if !done {
 			c.mu.Lock()
-			c.firing = false
+			c.stopFiringLocked()
 			c.mu.Unlock()
 		}
 	}()

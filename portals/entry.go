@@ -119,19 +119,27 @@ func (ni *NI) appendEntry(op string, idx PTIndex, ent me.Entry, start []byte, io
 		return nil, opErr(op, ArgInvalid, fmt.Errorf("portal index %d not allocated", idx))
 	}
 	// PTOnlyUseOnce and PTOnlyTruncate are hints: entries are never refused for them.
-	if ni.entryCount() >= ni.limits.MaxEntries {
-		return nil, opErr(op, NoSpace, fmt.Errorf("the NI holds max_entries (%d) entries", ni.limits.MaxEntries))
-	}
 	e := &entry{mem: mem, ct: ct, userPtr: ent.UserPtr}
 	var h me.Handle
 	var evs []me.Event
+	var gone, full bool
 	ok := ni.waitEngine(func() bool {
+		// Checked on every try: the wait releases the engine lock.
+		if gone = ni.pts[idx] != t; gone {
+			return true
+		}
+		if full = ni.entryCount() >= ni.limits.MaxEntries; full {
+			return true
+		}
 		// A header it would claim whose data is still arriving: wait for the data.
 		h, evs, err = t.table.Append(ent, list, ni.evbuf[:0])
 		return !errors.Is(err, me.ErrBusy)
 	})
-	if !ok || ni.pts[idx] != t {
+	if !ok || gone {
 		return nil, opErr(op, ArgInvalid, fmt.Errorf("the NI or portal table entry went away while waiting"))
+	}
+	if full {
+		return nil, opErr(op, NoSpace, fmt.Errorf("the NI holds max_entries (%d) entries", ni.limits.MaxEntries))
 	}
 	if err != nil {
 		return nil, opErr(op, meErrno(err), err)
@@ -225,11 +233,15 @@ func (ni *NI) search(op string, idx PTIndex, ent me.Entry, sop SearchOp) error {
 	}
 	var evs []me.Event
 	var err error
+	var gone bool
 	ok := ni.waitEngine(func() bool {
+		if gone = ni.pts[idx] != t; gone {
+			return true
+		}
 		evs, err = t.table.Search(ent, sop, ni.evbuf[:0])
 		return !errors.Is(err, me.ErrBusy)
 	})
-	if !ok || ni.pts[idx] != t {
+	if !ok || gone {
 		return opErr(op, ArgInvalid, fmt.Errorf("the NI or portal table entry went away while waiting"))
 	}
 	if err != nil {

@@ -245,6 +245,7 @@ func (c *CT) Set(v CTEvent) error {
 		return nilHandle("PtlCTSet", "counting event")
 	}
 	err := c.c.Set(v)
+	c.c.Settle()          // triggers another goroutine was firing on c have fired
 	c.ni.issueFired(true) // what the new value released goes out before we return
 	return eqErr("PtlCTSet", err)
 }
@@ -255,6 +256,7 @@ func (c *CT) Inc(v CTEvent) error {
 		return nilHandle("PtlCTInc", "counting event")
 	}
 	err := c.c.Inc(v)
+	c.c.Settle()          // triggers another goroutine was firing on c have fired
 	c.ni.issueFired(true) // what the increment released goes out before we return
 	return eqErr("PtlCTInc", err)
 }

@@ -153,8 +153,9 @@ func grantLimits(desired *Limits) Limits {
 // specification says.
 //
 // The NIs of a process share one physical id, unique on the node: pid, or a free
-// one for PIDAny. A pid taken by another process, or other than the pid of the
-// process's other NIs, is PIDInUse; one above PIDAny is ArgInvalid. A bad
+// one for PIDAny. A pid taken by another process is PIDInUse; one other than the
+// pid of the process's other NIs, or above PIDAny, is ArgInvalid (as the reference
+// answers). A bad
 // environment knob (see regcache.CheckEnv) is Fail.
 func (p *Process) NIInit(iface Interface, opts NIOptions, pid PID, desired *Limits) (*NI, error) {
 	const name = "PtlNIInit"
@@ -196,7 +197,7 @@ func (p *Process) NIInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 			return nil, opErr(name, Fail, err)
 		}
 	} else if pid != PIDAny && pid != claim.pid {
-		return nil, opErr(name, PIDInUse, fmt.Errorf("pid %d: the NIs of this process have pid %d", pid, claim.pid))
+		return nil, opErr(name, ArgInvalid, fmt.Errorf("pid %d: the NIs of this process have pid %d", pid, claim.pid))
 	}
 	lim := grantLimits(desired)
 	rank := p.rt.Rank()
@@ -329,6 +330,10 @@ func (ni *NI) shutdown() {
 	}
 	close(ni.stop)
 	ni.wg.Wait()
+	// No caller drives progress from here on (progressOnce sees dead under progMu),
+	// so nothing touches the queues while they are torn down.
+	ni.progMu.Lock()
+	defer ni.progMu.Unlock()
 	ni.mu.Lock()
 	// Operations still in flight will never be answered: complete them as
 	// undeliverable and drop target operations, releasing every registration.

@@ -231,7 +231,7 @@ func claimLocked(pid PID) (*pidClaim, error) {
 	}
 	c := &pidClaim{pid: pid}
 	if runtime.GOOS == "linux" {
-		name := fmt.Sprintf("@goportals.uid%d.pid%d", os.Getuid(), pid)
+		name := fmt.Sprintf("@goportals.pid%d", pid) // node-wide: one owner per pid, whatever the user
 		conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: name, Net: "unixgram"})
 		if err != nil {
 			if errors.Is(err, syscall.EADDRINUSE) {

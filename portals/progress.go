@@ -87,6 +87,10 @@ func (ni *NI) progressOnce(app bool) int {
 	if !ni.progMu.TryLock() {
 		return 0
 	}
+	if ni.dead.Load() {
+		ni.progMu.Unlock()
+		return 0
+	}
 	n := ni.progressLocked()
 	ni.progMu.Unlock()
 	if n > 0 && ni.trig.fired() {

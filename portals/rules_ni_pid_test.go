@@ -141,7 +141,7 @@ func TestRulesNIPIDSharedByProcessNIs(t *testing.T) {
 		other++
 	}
 	_, err := procs[0].NIInit(IfaceDefault, NINoMatching|NILogical, other, nil)
-	wantErrno(t, "NIInit with a pid other than the process's", err, PIDInUse)
+	wantErrno(t, "NIInit with a pid other than the process's", err, ArgInvalid)
 	// A second NIInit of an existing NI ignores pid (the specification's note).
 	again, err := procs[0].NIInit(IfaceDefault, NIMatching|NIPhysical, other, nil)
 	if err != nil || again != phys[0] {

@@ -141,7 +141,9 @@ func (ni *NI) addTrigger(op string, ct *CT, threshold uint64, run, cancel func()
 		}
 		return eqErr(op, err)
 	}
-	// A threshold already reached fired at once: issue it inside this call.
+	// A threshold already reached fired at once (or in the loop of a goroutine
+	// already firing ct's triggers): issue it inside this call.
+	ct.c.Settle()
 	ni.issueFired(true)
 	return nil
 }
@@ -188,7 +190,9 @@ func (ni *NI) triggered(name string, o *initOp, target ProcessID, operand []byte
 		ni.mu.Unlock()
 	}
 	return ni.addTrigger(name, trig, threshold, func() {
-		release()
+		// The hold is dropped only once the operation holds the descriptors itself
+		// (or has reported its failure), so they cannot be released in between.
+		defer release()
 		if err := ni.start(name, &c, target, operand); err != nil {
 			// It was valid when posted; report the failure in its events.
 			ni.mu.Lock()
@@ -245,7 +249,7 @@ func TriggeredCTInc(ct *CT, inc CTEvent, trig *CT, threshold uint64) error {
 	if (inc.Success != 0) == (inc.Failure != 0) && !(inc.Success == 0 && inc.Failure == 0) {
 		return opErr(op, ArgInvalid, fmt.Errorf("increment both success and failure"))
 	}
-	return ct.ni.addTrigger(op, trig, threshold, func() { ct.c.Inc(inc) }, nil)
+	return ct.ni.addTrigger(op, trig, threshold, func() { ct.c.Inc(inc); ct.c.Settle() }, nil)
 }
 
 // TriggeredCTSet sets ct to v when trig reaches threshold (PtlTriggeredCTSet).
@@ -254,7 +258,7 @@ func TriggeredCTSet(ct *CT, v CTEvent, trig *CT, threshold uint64) error {
 	if ct == nil || trig == nil || ct.ni == nil || ct.ni != trig.ni {
 		return opErr(op, ArgInvalid, fmt.Errorf("counters missing or of different NIs"))
 	}
-	return ct.ni.addTrigger(op, trig, threshold, func() { ct.c.Set(v) }, nil)
+	return ct.ni.addTrigger(op, trig, threshold, func() { ct.c.Set(v); ct.c.Settle() }, nil)
 }
 
 // mdNI returns m's NI, or nil (whose methods report ArgInvalid).

@@ -69,8 +69,14 @@ func Discover(paths []string, np int) ([]Case, error) {
 			add(p, p)
 			continue
 		}
+		// A symlinked folder is walked through its target (WalkDir does not follow
+		// a symlink at the root); names stay under the path as given.
+		root, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return nil, err
+		}
 		var found []string
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+		err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
@@ -84,7 +90,7 @@ func Discover(paths []string, np int) ([]Case, error) {
 		}
 		sort.Strings(found)
 		for _, f := range found {
-			rel, err := filepath.Rel(p, f)
+			rel, err := filepath.Rel(root, f)
 			if err != nil {
 				rel = f
 			}

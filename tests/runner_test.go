@@ -95,3 +95,26 @@ func TestParseResults(t *testing.T) {
 		t.Errorf("parseResults = %+v", rs)
 	}
 }
+
+// A folder given through a symlink is searched like the folder itself.
+func TestDiscoverThroughSymlink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "corpus")
+	if err := os.MkdirAll(filepath.Join(real, "test_n2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(real, "test_n2", "c.xml"), []byte("<test/>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	cases, err := Discover([]string{link}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) != 1 || cases[0].Name != "test_n2/c.xml" || cases[0].NP != 2 {
+		t.Fatalf("Discover through a symlink = %+v", cases)
+	}
+}
