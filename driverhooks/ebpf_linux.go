@@ -371,7 +371,8 @@ func attachTracepoint(id uint64, p *ebpf.Program) (int, error) {
 
 // release frees everything OpenEBPF made; the programs go first.
 func (b *EBPF) release() {
-	b.detachLocked()
+	detach(b.perfFDs, b.exitLink)
+	b.perfFDs, b.exitLink = nil, nil
 	for _, p := range b.progs {
 		p.Close()
 	}
@@ -440,28 +441,33 @@ func (b *EBPF) Unwatch(addr, length uintptr) error {
 // them any more; subscriptions see a change that makes them flush everything.
 func (b *EBPF) Close() error {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.closed.Load() {
+		b.mu.Unlock()
 		return nil
 	}
-	b.detachLocked()
 	b.closed.Store(true)
 	b.watched = newWatchSet()
 	atomic.AddUint64(b.seqp, 1)
+	fds, exit := b.perfFDs, b.exitLink
+	b.perfFDs, b.exitLink = nil, nil
+	b.mu.Unlock()
+	// Detaching waits for grace periods: without the lock, so that drains (which
+	// answer "flush everything" from now on) do not wait for it.
+	detach(fds, exit)
+	b.mu.Lock()
 	b.maybeFreeLocked()
+	b.mu.Unlock()
 	return nil
 }
 
-// detachLocked detaches the programs: the entry programs first, so that every call
-// they tracked still meets the exit program.
-func (b *EBPF) detachLocked() {
-	for _, fd := range b.perfFDs {
+// detach detaches the programs: the entry programs first, so that every call they
+// tracked still meets the exit program.
+func detach(fds []int, exit link.Link) {
+	for _, fd := range fds {
 		unix.Close(fd)
 	}
-	b.perfFDs = nil
-	if b.exitLink != nil {
-		b.exitLink.Close()
-		b.exitLink = nil
+	if exit != nil {
+		exit.Close()
 	}
 }
 
@@ -487,9 +493,18 @@ func (b *EBPF) Stats() EBPFStats {
 		Published: b.head.Load(),
 		Flushes:   b.flushes,
 		InFlight:  len(b.calls),
-		Programs:  len(b.perfFDs) + map[bool]int{true: 1}[b.exitLink != nil],
+		Programs:  b.programs(),
 		Watched:   len(b.watched.spans()),
 	}
+}
+
+// programs counts the attached programs.
+func (b *EBPF) programs() int {
+	n := len(b.perfFDs)
+	if b.exitLink != nil {
+		n++
+	}
+	return n
 }
 
 // seq loads the counter the programs bump: one atomic load from the mapped map.
