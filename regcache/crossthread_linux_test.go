@@ -191,14 +191,17 @@ func (genRegistrar) Register(mem []byte) (genReg, error) {
 func (genRegistrar) Deregister(genReg) error { return nil }
 
 // loadTag reads the generation tag at addr; false if the page is not mapped. The
-// calling goroutine must have called debug.SetPanicOnFault(true).
+// calling goroutine must have called debug.SetPanicOnFault(true). The load is a
+// plain one: under the race detector an atomic load runs in its C runtime, where a
+// fault cannot become a panic. A plain aligned load is not torn, and the lookup that
+// follows it is a call the compiler does not move it past.
 func loadTag(addr uintptr) (v uint64, ok bool) {
 	defer func() {
 		if recover() != nil {
 			v, ok = 0, false
 		}
 	}()
-	return atomic.LoadUint64((*uint64)(unsafe.Add(unsafe.Pointer(nil), addr))), true
+	return *(*uint64)(unsafe.Add(unsafe.Pointer(nil), addr)), true
 }
 
 func storeTag(addr uintptr, v uint64) {
