@@ -216,7 +216,7 @@ func TestWatchErrors(t *testing.T) {
 }
 
 // With GOMAXPROCS=1 the scavenger's madvise holds the only P while it waits for the
-// reader; a Go reader would deadlock here (design.md section 2).
+// reader; a Go reader would deadlock here (see the package documentation).
 func TestNoDeadlockGOMAXPROCS1(t *testing.T) {
 	m := openMonitor(t)
 	n := NewNotifier(m)

@@ -14,7 +14,7 @@ var pageSize = uintptr(os.Getpagesize())
 func PageSize() uintptr { return pageSize }
 
 // Subscription is one consumer's view of the invalidations (a pin cache holds one).
-// Pending and Drain implement the sequence protocol of design.md section 2.
+// Pending and Drain implement the sequence protocol described in the package documentation.
 type Subscription interface {
 	// Pending reports whether invalidations may have arrived since the last Drain. It
 	// takes no lock and allocates nothing; a false answer means every change whose

@@ -2,7 +2,7 @@
 
 // The userfaultfd reader thread. It runs no Go code, allocates nothing after start and
 // takes no lock: the Go scavenger's madvise may hold the only P while it waits for this
-// thread to read its event (design.md section 2), so the reader must not need one.
+// thread to read its event, so the reader must not need one.
 //
 // Loop: poll -> seq odd -> read a batch of events -> publish the ranges into the
 // broadcast ring -> seq even. A kernel thread blocked in munmap/madvise/mremap is

@@ -34,7 +34,7 @@
 // even so fails with a *MemlockError that says what is locked, the limit and the
 // cache's cap.
 //
-// The residual window (design.md section 2): the kernel queues the UNMAP event of
+// The residual window of the userfaultfd backend: the kernel queues the UNMAP event of
 // munmap after releasing the address range, so another thread that maps new memory at
 // the same address and uses it before the event is queued could hit the old entry.
 // Go memory (held by reference) and memory the library maps itself (notified with

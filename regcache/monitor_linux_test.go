@@ -263,7 +263,7 @@ func TestFileBackedFallsBack(t *testing.T) {
 }
 
 // GOMAXPROCS=1 with FreeOSMemory while Go memory is cached and watched must not
-// deadlock (design.md section 2). The watchdog is a generous bound, not a measurement.
+// deadlock (see driverhooks' package documentation). The watchdog is a generous bound, not a measurement.
 func TestNoDeadlockFreeOSMemory(t *testing.T) {
 	c, m := newRealCache[Pin](t, MlockRegistrar{}, Options{MaxEntries: 64})
 	n := driverhooks.NewNotifier(m)

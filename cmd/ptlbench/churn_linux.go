@@ -474,7 +474,7 @@ func churnGoHeap[R any](ctx context.Context, c *regcache.Cache[R], seed int64, s
 	}
 }
 
-// churnWindow exercises the residual window of design.md section 2: thread A caches a
+// churnWindow exercises the residual window of the userfaultfd notifier: thread A caches a
 // registration and unmaps it; thread B maps new memory at the same address as soon as
 // it is free, possibly before A's munmap has returned, and looks it up at once.
 func churnWindow[R any](ctx context.Context, c *regcache.Cache[R], st *churnStats) {

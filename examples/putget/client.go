@@ -12,7 +12,7 @@ import (
 )
 
 // eagerBelow is about where the engine switches from inline (eager) data to
-// transfers that the target pulls (design.md: an eager limit near 1 KiB).
+// transfers that the target pulls (the eager limit is near 1 KiB).
 const eagerBelow = 1024
 
 // le is the byte order of atomic operands: the target computes in host order.

@@ -6,8 +6,8 @@ import (
 	"unsafe"
 )
 
-// The ring is a single-producer single-consumer queue of messages in shared memory
-// (design.md §3a). A message is one 64-byte header slot followed by its payload in
+// The ring is a single-producer single-consumer queue of messages in shared memory.
+// A message is one 64-byte header slot followed by its payload in
 // the next slots. The consumer polls the sequence word inside the header slot of the
 // next position (one cache-line transfer per message, no separate head index). The
 // consumer publishes how far it has consumed in the control page (tail), which the
@@ -175,7 +175,7 @@ func (r *ring) push(m *msg, parts [][]byte, n int) uint64 {
 // Single-fragment SENDs carry their first hdrInline bytes in the header slot, in
 // the fields a SEND does not use (hRAddr..hImm and hA..the end); the count is in
 // hStatus and the rest of the payload follows in the next slots as usual. An 8-byte
-// message is one slot, a 100-byte one two (design.md §3a: cache lines are the cost).
+// message is one slot, a 100-byte one two (cache lines are the cost).
 const hdrInline = 36
 
 var inlineSpans = [2][2]int{{hRAddr, hImm}, {hA, slotSize}}
