@@ -2,7 +2,6 @@ package portals
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,33 +14,7 @@ import (
 // newNIsWith is newNIs with desired limits (nil: the maximum).
 func newNIsWith(t testing.TB, n int, opts NIOptions, desired *Limits) []*NI {
 	t.Helper()
-	j := newMemJob(n)
-	nis := make([]*NI, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for r := 0; r < n; r++ {
-		p, err := NewProcess(memRank{j, r}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var d *Limits
-			if desired != nil {
-				c := *desired
-				d = &c
-			}
-			nis[r], errs[r] = p.NIInit(IfaceDefault, opts, PIDAny, d)
-		}()
-		t.Cleanup(func() { p.Close() })
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	nis, _ := rulesJob(t, n, opts, PIDAny, desired)
 	return nis
 }
 

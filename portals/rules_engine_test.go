@@ -300,37 +300,10 @@ func TestRulePTHintsNeverRefuse(t *testing.T) {
 	}
 }
 
-func newNIsWithLimits(t *testing.T, n int, opts NIOptions, desired *Limits) []*NI {
-	t.Helper()
-	j := newMemJob(n)
-	nis := make([]*NI, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for r := 0; r < n; r++ {
-		p, err := NewProcess(memRank{j, r}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			nis[r], errs[r] = p.NIInit(IfaceDefault, opts, PIDAny, desired)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return nis
-}
-
 // Rule: max_entries counts entries across the NI; over max_list_size, either list
 // answers NO_SPACE.
 func TestRuleEntryAndListLimits(t *testing.T) {
-	ni := newNIsWithLimits(t, 1, NIMatching|NIPhysical, &Limits{MaxEntries: 3, MaxListSize: 2})[0]
+	ni := newNIsWith(t, 1, NIMatching|NIPhysical, &Limits{MaxEntries: 3, MaxListSize: 2})[0]
 	if l := ni.Limits(); l.MaxEntries != 3 || l.MaxListSize != 2 {
 		t.Fatalf("granted %+v", l)
 	}
@@ -350,7 +323,7 @@ func TestRuleEntryAndListLimits(t *testing.T) {
 // Rule: without PTL_PT_FLOWCTRL a full unexpected list is a plain drop: NI_DROPPED,
 // no PT_DISABLED event, the entry stays enabled.
 func TestRuleNoFlowCtrlFullUnexpectedIsDrop(t *testing.T) {
-	nis := newNIsWithLimits(t, 2, NIMatching|NIPhysical, &Limits{MaxUnexpectedHeaders: 1})
+	nis := newNIsWith(t, 2, NIMatching|NIPhysical, &Limits{MaxUnexpectedHeaders: 1})
 	init, tgt := nis[0], nis[1]
 	q := mustEQ(t, tgt)
 	idx := mustPT(t, tgt, 0, q)

@@ -74,7 +74,7 @@ func TestRuleCTIncDuringConcurrentFiring(t *testing.T) {
 // Rule: max_entries holds for an append that waited for data in flight while other
 // entries were appended.
 func TestRuleMaxEntriesAcrossWait(t *testing.T) {
-	nis := newNIsWithLimits(t, 2, NIMatching|NIPhysical, &Limits{MaxEntries: 3})
+	nis := newNIsWith(t, 2, NIMatching|NIPhysical, &Limits{MaxEntries: 3})
 	init, tgt := nis[0], nis[1]
 	q := mustEQ(t, tgt)
 	a := mustPT(t, tgt, 0, q)

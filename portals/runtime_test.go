@@ -65,27 +65,6 @@ func (r memRank) Get(ctx context.Context, rank int, k string) ([]byte, error) {
 // on each (collectively). They are finalized when the test ends.
 func newNIs(t testing.TB, n int, opts NIOptions) []*NI {
 	t.Helper()
-	j := newMemJob(n)
-	nis := make([]*NI, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for r := 0; r < n; r++ {
-		p, err := NewProcess(memRank{j, r}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			nis[r], errs[r] = p.NIInit(IfaceDefault, opts, PIDAny, nil)
-		}()
-		t.Cleanup(func() { p.Close() })
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	nis, _ := rulesJob(t, n, opts, PIDAny, nil)
 	return nis
 }
