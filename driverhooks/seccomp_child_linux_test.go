@@ -47,6 +47,7 @@ var seccompRoles = map[string]func() error{
 	"munmap-loop":      childMunmapLoop,
 	"orphan-parent":    childOrphanParent,
 	"orphan":           childOrphan,
+	"nested-open":      childNestedOpen,
 }
 
 // TestSeccompChild is the body of a child process; without seccompChildEnv it does
@@ -386,6 +387,11 @@ func childSeccompEvents() error {
 		return fmt.Errorf("a child's %d munmaps reached the supervisor as foreign calls %d times: the filter is not inherited?", loops, d)
 	} else {
 		figure("child-munmaps-answered", "%d", d)
+	}
+	// Nor can such a child open its own supervisor: one listener per filter chain.
+	out, err := childCmd(context.Background(), "nested-open").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "nested open: EBUSY") {
+		return fmt.Errorf("a child of the supervisor's process opening its own (%v):\n%s", err, out)
 	}
 	// Closing a handle: subscriptions flush, Watch fails, the supervisor still answers.
 	p, err := anonPages(2, unix.MAP_PRIVATE)
@@ -976,5 +982,17 @@ func childOrphan() error {
 		return 0
 	}
 	fmt.Printf("orphan munmap: errno %d\norphan madvise: errno %d\n", errno(e2), errno(e1))
+	return nil
+}
+
+// childNestedOpen tries to open the backend under an inherited filter.
+func childNestedOpen() error {
+	_, err := OpenSeccomp()
+	switch {
+	case errors.Is(err, unix.EBUSY) && errors.Is(err, ErrNotSupported):
+		fmt.Println("nested open: EBUSY")
+	default:
+		fmt.Printf("nested open: %v\n", err)
+	}
 	return nil
 }

@@ -45,7 +45,9 @@ const seccompSlots = C.PTL_SECCOMP_SLOTS
 // pages in arena address space", its MAP_FIXED mmap failing; a dynamically linked
 // program started after the exit cannot even be loaded, for the same reason). A
 // process that starts children meant to outlive it must not open this backend
-// first. Every filtered call costs a round trip to the supervisor and runs on the
+// first, and those children cannot open this backend themselves (the kernel allows
+// one listener per filter chain: EBUSY); they fall back to another backend or to
+// per-operation registration. Every filtered call costs a round trip to the supervisor and runs on the
 // supervisor's thread, one at a time (a few microseconds with
 // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, kernel 6.6 and later). A thread that left the
 // process's descriptor table (unshare(CLONE_FILES)) and maps a file with MAP_FIXED
@@ -72,7 +74,8 @@ var seccompOpen sync.Mutex
 // and returns a handle on the supervisor. Errors match ErrNotSupported: no cgo, an
 // architecture the filter does not know (ENOSYS), a kernel older than 5.19 (EINVAL:
 // no WAIT_KILLABLE_RECV), seccomp refused by an outer sandbox (EPERM, EACCES), a
-// thread the filter cannot be synced to (ESRCH).
+// thread the filter cannot be synced to (ESRCH), a filter inherited from a parent
+// that opened this backend (EBUSY: the kernel allows one listener per filter chain).
 func OpenSeccomp() (*Seccomp, error) {
 	seccompOpen.Lock()
 	rc := C.ptl_seccomp_open()
@@ -83,6 +86,8 @@ func OpenSeccomp() (*Seccomp, error) {
 		switch {
 		case errors.Is(err, unix.ENOSYS):
 			why = "no seccomp filter for this kernel or architecture"
+		case errors.Is(err, unix.EBUSY):
+			why = "a filter this process inherited already has a listener (its parent opened this backend)"
 		case errors.Is(err, unix.EPROTO):
 			why = "the kernel's seccomp_notif is larger than the supervisor's buffer"
 		}
