@@ -66,14 +66,19 @@ type Backend interface {
 // openers holds the backends this build can open; platform files add theirs in init.
 var openers = map[Kind]func() (Backend, error){}
 
-// autoOrder is the order auto selection tries, strongest first.
-var autoOrder = []Kind{KindEBPF, KindSeccomp, KindUffd}
+// autoOrder is the order auto selection tries, strongest first. It leaves out
+// seccomp: its filter cannot be removed and is inherited by every process started
+// afterwards, which then fails its unmapping calls with ENOSYS once this process has
+// exited, and children cannot open a notifier of their own. A program that knows it
+// starts no long-lived children asks for it with PTL_NOTIFIER=seccomp.
+var autoOrder = []Kind{KindEBPF, KindUffd}
 
 // EnvNotifier names the environment variable that selects the backend.
 const EnvNotifier = "PTL_NOTIFIER"
 
 // ParseKind parses a PTL_NOTIFIER value: auto (or empty), ebpf, seccomp, uffd or
-// explicit. auto returns the empty Kind.
+// explicit. auto returns the empty Kind: the strongest of ebpf and uffd that opens
+// (seccomp only when asked for by name).
 func ParseKind(s string) (Kind, error) {
 	switch k := Kind(strings.ToLower(strings.TrimSpace(s))); k {
 	case "", "auto":

@@ -50,3 +50,16 @@ func TestNilMonitorIsNoBackend(t *testing.T) {
 		t.Fatalf("a nil *Monitor became backend %v", n.Backend())
 	}
 }
+
+// Auto selection never installs the seccomp filter: it is one-way and inherited by
+// children, so only a program that asks for it by name gets it.
+func TestAutoLeavesOutSeccomp(t *testing.T) {
+	for _, k := range autoOrder {
+		if k == KindSeccomp {
+			t.Fatal("auto selection tries the seccomp backend")
+		}
+	}
+	if len(autoOrder) == 0 || autoOrder[0] != KindEBPF {
+		t.Fatalf("auto order %v: the eBPF backend, which has no window, must come first", autoOrder)
+	}
+}

@@ -7,8 +7,9 @@
 //
 // A Backend publishes invalidated ranges into a broadcast ring and moves a sequence
 // word when it records one; Subscription.Pending compares that word (one load) and
-// Drain hands the ranges over. PTL_NOTIFIER selects the backend: auto (the strongest
-// that opens: ebpf, then seccomp, then uffd), ebpf, seccomp, uffd or explicit. Each
+// Drain hands the ranges over. PTL_NOTIFIER selects the backend: auto (ebpf, else
+// uffd), ebpf, seccomp (only by name: its filter is one-way and inherited), uffd or
+// explicit. Each
 // states its guarantee (Notifier.Guarantee):
 //
 //   - ebpf: programs on the syscall-entry tracepoints record the range and move the
