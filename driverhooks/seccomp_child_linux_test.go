@@ -680,7 +680,7 @@ func gcCount() uint32 {
 	return ms.NumGC
 }
 
-// TestSeccompCrossThread is the window of design.md section 2 made into a test:
+// TestSeccompCrossThread is the userfaultfd window made into a test:
 // three OS-locked threads; B munmaps a watched range, C maps new memory at the same
 // address as soon as it can (MAP_FIXED_NOREPLACE, which the filter lets through) and
 // tells A, A then asks the subscription. With no window A must always find the
