@@ -22,7 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The cross-thread remap race (design.md section 2): thread B munmaps a cached
+// The cross-thread remap race: thread B munmaps a cached
 // range, thread C maps new memory at the same address and writes a new generation
 // tag into it, and thread A, which keeps acquiring the range from a cache over the
 // notifier under test, reads the tag from the memory before each lookup. A hit whose
