@@ -19,12 +19,12 @@ func TestAtomicOps(t *testing.T) {
 	nis := newNIs(t, 2, NIMatching|NIPhysical)
 	init, tgt := nis[0], nis[1]
 	tbuf, tq, _ := target(t, tgt, 64)
-	iq, _ := init.EQAlloc(256)
+	iq := mustEQn(t, init, 256)
 	src := make([]byte, 64)
 	res := make([]byte, 64)
-	sm, _ := init.MDBind(MDSpec{Start: src, EQ: iq, Options: MDEventSendDisable})
-	rm, _ := init.MDBind(MDSpec{Start: res, EQ: iq})
-	dst, _ := tgt.PhysID()
+	sm := mustMD(t, init, MDSpec{Start: src, EQ: iq, Options: MDEventSendDisable})
+	rm := mustMD(t, init, MDSpec{Start: res, EQ: iq})
+	dst := mustPhysID(t, tgt)
 
 	cases := []struct {
 		op        AtomicOp
@@ -90,8 +90,8 @@ func TestAtomicArgumentErrors(t *testing.T) {
 	nis := newNIs(t, 1, NIMatching|NIPhysical)
 	ni := nis[0]
 	buf := make([]byte, 64)
-	m, _ := ni.MDBind(MDSpec{Start: buf})
-	self, _ := ni.PhysID()
+	m := mustMD(t, ni, MDSpec{Start: buf})
+	self := mustPhysID(t, ni)
 	for _, c := range []struct {
 		name string
 		err  error

@@ -24,12 +24,16 @@ func FuzzHandleMessage(f *testing.F) {
 	f.Add([]byte{1, 2, 3})
 	nis := newNIs(f, 2, NIMatching|NIPhysical)
 	tgt := nis[1]
-	q, _ := tgt.EQAlloc(1024)
-	tgt.PTAlloc(0, q, 4)
+	q := mustEQn(f, tgt, 1024)
+	if _, err := tgt.PTAlloc(0, q, 4); err != nil {
+		f.Fatal(err)
+	}
 	buf := make([]byte, 256)
 	for _, o := range []MEOptions{MEOpPut | MEOpGet, MEOpPut | MEOpGet | MEManageLocal, MEOpPut | MEUseOnce} {
-		tgt.MEAppend(4, MESpec{Start: buf, UID: UIDAny, Options: o, MatchID: ProcessID{NID: NIDAny, PID: PIDAny},
-			IgnoreBits: ^uint64(0)}, PriorityList, 0)
+		if _, err := tgt.MEAppend(4, MESpec{Start: buf, UID: UIDAny, Options: o, MatchID: ProcessID{NID: NIDAny, PID: PIDAny},
+			IgnoreBits: ^uint64(0)}, PriorityList, 0); err != nil {
+			f.Fatal(err)
+		}
 	}
 	pr := tgt.peers[0]
 	f.Fuzz(func(t *testing.T, msg []byte) {

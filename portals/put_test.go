@@ -57,14 +57,14 @@ func TestPutGetSizes(t *testing.T) {
 			nis := newNIs(t, 2, NIMatching|NIPhysical)
 			init, tgt := nis[0], nis[1]
 			tbuf, tq, tct := target(t, tgt, size)
-			iq, _ := init.EQAlloc(64)
+			iq := mustEQn(t, init, 64)
 			src := make([]byte, size)
 			fill(src, 3)
 			m, err := init.MDBind(MDSpec{Start: src, EQ: iq})
 			if err != nil {
 				t.Fatal(err)
 			}
-			dst, _ := tgt.PhysID()
+			dst := mustPhysID(t, tgt)
 			if err := Put(m, 0, uint64(size), AckReqFull, dst, 4, 0x42, 0, 99, 0xabc); err != nil {
 				t.Fatal(err)
 			}
@@ -88,7 +88,7 @@ func TestPutGetSizes(t *testing.T) {
 			}
 			// Get it back into a cleared descriptor.
 			back := make([]byte, size)
-			gm, _ := init.MDBind(MDSpec{Start: back, EQ: iq})
+			gm := mustMD(t, init, MDSpec{Start: back, EQ: iq})
 			if err := Get(gm, 0, uint64(size), dst, 4, 0x42, 0, 5); err != nil {
 				t.Fatal(err)
 			}

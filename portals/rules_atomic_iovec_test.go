@@ -50,7 +50,7 @@ func TestRulesAtomicIovecLongTransfers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dst, _ := tgt.PhysID()
+			dst := mustPhysID(t, tgt)
 			if err := Put(sm, 0, uint64(total), AckReqFull, dst, 4, 0x42, 0, 1, 0); err != nil {
 				t.Fatalf("put of %d bytes from %d segments: %v", total, c.segs, err)
 			}

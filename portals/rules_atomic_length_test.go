@@ -33,7 +33,7 @@ func TestRulesAtomicTruncatedMLength(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst, _ := tgt.PhysID()
+	dst := mustPhysID(t, tgt)
 	fill(tbuf, 1)
 	before := append([]byte(nil), tbuf...)
 
@@ -79,7 +79,7 @@ func TestRulesAtomicTruncatedTargetEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst, _ := tgt.PhysID()
+	dst := mustPhysID(t, tgt)
 	if err := Atomic(m, 0, 16, NoAckReq, dst, 4, 0x42, 0, 0, 0, eq.OpSum, eq.Uint64); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestRulesAtomicLengths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst, _ := tgt.PhysID()
+	dst := mustPhysID(t, tgt)
 
 	// uint32 SUM of 6 bytes: one element.
 	binary.LittleEndian.PutUint32(src, 3)

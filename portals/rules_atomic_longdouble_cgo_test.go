@@ -76,7 +76,7 @@ func TestRulesAtomicLongDoubleNative(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst, _ := tgt.PhysID()
+	dst := mustPhysID(t, tgt)
 	for i, c := range cases {
 		size := uint64(c.dt.Size())
 		copy(tbuf, c.old)

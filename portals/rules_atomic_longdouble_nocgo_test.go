@@ -23,7 +23,7 @@ func TestRulesAtomicLongDoubleNoCgo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst, _ := tgt.PhysID()
+	dst := mustPhysID(t, tgt)
 	for _, c := range []struct {
 		name string
 		err  error

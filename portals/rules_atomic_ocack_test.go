@@ -21,7 +21,7 @@ func TestRulesAtomicOCAckCountsOperations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst, _ := tgt.PhysID()
+	dst := mustPhysID(t, tgt)
 
 	if err := Put(m, 0, 24, OCAckReq, dst, 4, 0x42, 0, 0, 0); err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func TestRulesAtomicOCAckNeedsNoCounter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst, _ := tgt.PhysID()
+	dst := mustPhysID(t, tgt)
 	if err := Put(bare, 0, 8, CTAckReq, dst, 4, 0x42, 0, 0, 0); ErrnoOf(err) != ArgInvalid {
 		t.Errorf("CT_ACK from a descriptor without a counter: %v, want ARG_INVALID", err)
 	}

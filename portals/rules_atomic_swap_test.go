@@ -29,7 +29,7 @@ func TestRulesAtomicSwapOps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst, _ := tgt.PhysID()
+	dst := mustPhysID(t, tgt)
 	operand := make([]byte, 8)
 	for op := eq.OpMin; op <= eq.OpBXor; op++ {
 		if err := Swap(get, 0, put, 0, 8, dst, 4, 0x42, 0, 0, 0, operand, op, eq.Uint64); ErrnoOf(err) != ArgInvalid {

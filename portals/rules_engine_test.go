@@ -114,7 +114,7 @@ func putFrom(t *testing.T, init *NI, src []byte, dst *NI, idx PTIndex, bits Matc
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, _ := dst.PhysID()
+	id := mustPhysID(t, dst)
 	if err := Put(m, 0, uint64(len(src)), AckReqFull, id, idx, bits, 0, 1, 0); err != nil {
 		t.Fatal(err)
 	}

@@ -13,10 +13,10 @@ import (
 func TestRulesNIFiniInterruptsWaiters(t *testing.T) {
 	nis, _ := rulesJob(t, 2, NIMatching|NIPhysical, PIDAny, nil)
 	ni := nis[0]
-	q1, _ := ni.EQAlloc(4)
-	q2, _ := ni.EQAlloc(4)
-	c1, _ := ni.CTAlloc()
-	c2, _ := ni.CTAlloc()
+	q1 := mustEQn(t, ni, 4)
+	q2 := mustEQn(t, ni, 4)
+	c1 := mustCT(t, ni)
+	c2 := mustCT(t, ni)
 	ctx := rulesCtx(t)
 	type result struct {
 		what string
@@ -56,8 +56,8 @@ func TestRulesNIFiniInterruptsWaiters(t *testing.T) {
 func TestRulesNIFiniInvalidatesEQCT(t *testing.T) {
 	nis, procs := rulesJob(t, 2, NIMatching|NIPhysical, PIDAny, nil)
 	ni := nis[0]
-	q, _ := ni.EQAlloc(4)
-	c, _ := ni.CTAlloc()
+	q := mustEQn(t, ni, 4)
+	c := mustCT(t, ni)
 	// A second NIInit references the NI again: its first Fini leaves the queues
 	// alive.
 	if again, err := procs[0].NIInit(IfaceDefault, NIMatching|NIPhysical, PIDAny, nil); err != nil || again != ni {
@@ -106,7 +106,7 @@ func TestRulesNIFiniInvalidatesEQCT(t *testing.T) {
 // Process.Close finalizes the NIs, and with them their queues and counters.
 func TestRulesNICloseInterruptsWaiters(t *testing.T) {
 	nis, procs := rulesJob(t, 2, NIMatching|NIPhysical, PIDAny, nil)
-	q, _ := nis[0].EQAlloc(4)
+	q := mustEQn(t, nis[0], 4)
 	id := make(chan uint64, 1)
 	res := make(chan error, 1)
 	ctx := rulesCtx(t)

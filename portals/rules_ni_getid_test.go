@@ -46,7 +46,7 @@ func TestRulesNIGetIdFollowsSetMap(t *testing.T) {
 	// The map addresses targets and names initiators: job rank 0 puts to logical
 	// rank 0 (job rank 1), whose event names the initiator as logical rank 1.
 	tgt, ini := nis[1], nis[0]
-	q, _ := tgt.EQAlloc(8)
+	q := mustEQn(t, tgt, 8)
 	pt, err := tgt.PTAlloc(0, q, PTAny)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func TestRulesNIGetIdFollowsSetMap(t *testing.T) {
 		MatchID: ProcessID{Rank: 1}}, PriorityList, 0); err != nil {
 		t.Fatal(err)
 	}
-	m0, _ := ini.MDBind(MDSpec{Start: make([]byte, 8)})
+	m0 := mustMD(t, ini, MDSpec{Start: make([]byte, 8)})
 	if err := Put(m0, 0, 8, NoAckReq, ProcessID{Rank: 0}, pt, 0, 0, 0, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -70,10 +70,16 @@ func TestRulesNIGetIdFollowsSetMap(t *testing.T) {
 func TestRulesNISetMapWithoutCallerRefused(t *testing.T) {
 	nis, _ := rulesJob(t, 2, NIMatching|NILogical, PIDAny, nil)
 	phys := rulesPhysIDs(t, nis)
-	before, _ := nis[0].Map()
-	err := nis[0].SetMap([]ProcessID{phys[1]})
+	before, err := nis[0].Map()
+	if err != nil || len(before) != 2 {
+		t.Fatalf("Map: %+v, %v; want two entries", before, err)
+	}
+	err = nis[0].SetMap([]ProcessID{phys[1]})
 	wantErrno(t, "SetMap without the caller", err, ArgInvalid)
-	after, _ := nis[0].Map()
+	after, err := nis[0].Map()
+	if err != nil {
+		t.Fatalf("Map after a refused SetMap: %v", err)
+	}
 	if len(after) != len(before) || after[0] != before[0] || after[1] != before[1] {
 		t.Errorf("a refused SetMap changed the map from %+v to %+v", before, after)
 	}
@@ -83,7 +89,7 @@ func TestRulesNISetMapWithoutCallerRefused(t *testing.T) {
 	// A map holding the caller once, at any index, is accepted.
 	if err := nis[0].SetMap([]ProcessID{phys[1], phys[1], phys[0]}); err != nil {
 		t.Errorf("SetMap holding the caller at index 2: %v", err)
-	} else if id, _ := nis[0].ID(); id.Rank != 2 {
-		t.Errorf("GetId: rank %d, want 2", id.Rank)
+	} else if id, err := nis[0].ID(); err != nil || id.Rank != 2 {
+		t.Errorf("GetId: rank %d, %v; want rank 2", id.Rank, err)
 	}
 }

@@ -67,3 +67,43 @@ func rulesCtx(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// mustEQn allocates an event queue of n slots on ni, failing the test on error.
+func mustEQn(t testing.TB, ni *NI, n int) *EQ {
+	t.Helper()
+	q, err := ni.EQAlloc(n)
+	if err != nil {
+		t.Fatalf("EQAlloc(%d): %v", n, err)
+	}
+	return q
+}
+
+// mustCT allocates a counting event on ni, failing the test on error.
+func mustCT(t testing.TB, ni *NI) *CT {
+	t.Helper()
+	ct, err := ni.CTAlloc()
+	if err != nil {
+		t.Fatalf("CTAlloc: %v", err)
+	}
+	return ct
+}
+
+// mustMD binds s on ni, failing the test on error.
+func mustMD(t testing.TB, ni *NI, s MDSpec) *MD {
+	t.Helper()
+	m, err := ni.MDBind(s)
+	if err != nil {
+		t.Fatalf("MDBind: %v", err)
+	}
+	return m
+}
+
+// mustPhysID returns ni's physical id, failing the test on error.
+func mustPhysID(t testing.TB, ni *NI) ProcessID {
+	t.Helper()
+	id, err := ni.PhysID()
+	if err != nil {
+		t.Fatalf("PhysID: %v", err)
+	}
+	return id
+}

@@ -96,7 +96,7 @@ func TestRulesNILimitsEnforced(t *testing.T) {
 		wantErrno(t, "EQAlloc 1", err1, OK)
 		wantErrno(t, "EQAlloc 2", err2, OK)
 		wantErrno(t, "EQAlloc 3", err3, NoSpace)
-		a.Free()
+		wantErrno(t, "EQ.Free", a.Free(), OK)
 		_, err := ni.EQAlloc(4)
 		wantErrno(t, "EQAlloc after a free", err, OK)
 	})
@@ -108,7 +108,7 @@ func TestRulesNILimitsEnforced(t *testing.T) {
 		wantErrno(t, "CTAlloc 1", err1, OK)
 		wantErrno(t, "CTAlloc 2", err2, OK)
 		wantErrno(t, "CTAlloc 3", err3, NoSpace)
-		a.Free()
+		wantErrno(t, "CT.Free", a.Free(), OK)
 		_, err := ni.CTAlloc()
 		wantErrno(t, "CTAlloc after a free", err, OK)
 	})
@@ -121,7 +121,7 @@ func TestRulesNILimitsEnforced(t *testing.T) {
 		wantErrno(t, "MDBind 1", err1, OK)
 		wantErrno(t, "MDBind 2", err2, OK)
 		wantErrno(t, "MDBind 3", err3, NoSpace)
-		a.Release()
+		wantErrno(t, "MD.Release", a.Release(), OK)
 		_, err := ni.MDBind(MDSpec{Start: buf})
 		wantErrno(t, "MDBind after a release", err, OK)
 	})
@@ -143,13 +143,13 @@ func TestRulesNILimitsEnforced(t *testing.T) {
 		wantErrno(t, "MDBind with 2 iovecs", err, OK)
 		_, err = ni.MDBind(MDSpec{Iovecs: iov})
 		wantErrno(t, "MDBind with 3 iovecs", err, ArgInvalid)
-		pt, _ := ni.PTAlloc(0, nil, PTAny)
+		pt := mustPT(t, ni, 0, nil)
 		_, err = ni.MEAppend(pt, MESpec{Iovecs: iov, UID: UIDAny, Options: MEOpPut}, PriorityList, 0)
 		wantErrno(t, "MEAppend with 3 iovecs", err, ArgInvalid)
 	})
 	t.Run("max_list_size", func(t *testing.T) {
 		ni, _, _ := rulesLimitJob(t, Limits{MaxListSize: 2})
-		pt, _ := ni.PTAlloc(0, nil, PTAny)
+		pt := mustPT(t, ni, 0, nil)
 		for _, l := range []List{PriorityList, OverflowList} {
 			for i := 0; i < 3; i++ {
 				_, err := ni.MEAppend(pt, MESpec{Start: make([]byte, 8), UID: UIDAny, Options: MEOpPut}, l, 0)
@@ -163,8 +163,8 @@ func TestRulesNILimitsEnforced(t *testing.T) {
 	})
 	t.Run("max_entries", func(t *testing.T) {
 		ni, _, _ := rulesLimitJob(t, Limits{MaxEntries: 3})
-		pt1, _ := ni.PTAlloc(0, nil, PTAny)
-		pt2, _ := ni.PTAlloc(0, nil, PTAny)
+		pt1 := mustPT(t, ni, 0, nil)
+		pt2 := mustPT(t, ni, 0, nil)
 		for i, pt := range []PTIndex{pt1, pt2, pt1, pt2} {
 			_, err := ni.MEAppend(pt, MESpec{Start: make([]byte, 8), UID: UIDAny, Options: MEOpPut}, PriorityList, 0)
 			want := OK
@@ -176,8 +176,8 @@ func TestRulesNILimitsEnforced(t *testing.T) {
 	})
 	t.Run("max_msg_size", func(t *testing.T) {
 		ni, _, target := rulesLimitJob(t, Limits{MaxMsgSize: 4})
-		m, _ := ni.MDBind(MDSpec{Start: make([]byte, 8)})
-		ct, _ := ni.CTAlloc()
+		m := mustMD(t, ni, MDSpec{Start: make([]byte, 8)})
+		ct := mustCT(t, ni)
 		wantErrno(t, "Put of 5", Put(m, 0, 5, NoAckReq, target, 0, 0, 0, 0, 0), ArgInvalid)
 		wantErrno(t, "Get of 5", Get(m, 0, 5, target, 0, 0, 0, 0), ArgInvalid)
 		wantErrno(t, "TriggeredPut of 5", TriggeredPut(m, 0, 5, NoAckReq, target, 0, 0, 0, 0, 0, ct, 1), ArgInvalid)
@@ -185,21 +185,21 @@ func TestRulesNILimitsEnforced(t *testing.T) {
 	})
 	t.Run("max_atomic_size", func(t *testing.T) {
 		ni, _, target := rulesLimitJob(t, Limits{MaxAtomicSize: 4})
-		a, _ := ni.MDBind(MDSpec{Start: make([]byte, 8)})
-		b, _ := ni.MDBind(MDSpec{Start: make([]byte, 8)})
+		a := mustMD(t, ni, MDSpec{Start: make([]byte, 8)})
+		b := mustMD(t, ni, MDSpec{Start: make([]byte, 8)})
 		wantErrno(t, "Atomic of 5", Atomic(a, 0, 5, NoAckReq, target, 0, 0, 0, 0, 0, eq.OpSum, eq.Uint8), ArgInvalid)
 		wantErrno(t, "FetchAtomic of 5", FetchAtomic(a, 0, b, 0, 5, target, 0, 0, 0, 0, 0, eq.OpSum, eq.Uint8), ArgInvalid)
 		wantErrno(t, "Swap of 5", Swap(a, 0, b, 0, 5, target, 0, 0, 0, 0, 0, nil, eq.OpSwap, eq.Uint8), ArgInvalid)
 	})
 	t.Run("max_volatile_size", func(t *testing.T) {
 		ni, _, target := rulesLimitJob(t, Limits{MaxVolatileSize: 8})
-		m, _ := ni.MDBind(MDSpec{Start: make([]byte, 16), Options: MDVolatile})
+		m := mustMD(t, ni, MDSpec{Start: make([]byte, 16), Options: MDVolatile})
 		wantErrno(t, "volatile Put of 16", Put(m, 0, 16, NoAckReq, target, 0, 0, 0, 0, 0), ArgInvalid)
 	})
 	t.Run("max_triggered_ops", func(t *testing.T) {
 		ni, _, target := rulesLimitJob(t, Limits{MaxTriggeredOps: 1})
-		m, _ := ni.MDBind(MDSpec{Start: make([]byte, 8)})
-		ct, _ := ni.CTAlloc()
+		m := mustMD(t, ni, MDSpec{Start: make([]byte, 8)})
+		ct := mustCT(t, ni)
 		wantErrno(t, "TriggeredPut 1", TriggeredPut(m, 0, 1, NoAckReq, target, 0, 0, 0, 0, 0, ct, 10), OK)
 		wantErrno(t, "TriggeredPut 2", TriggeredPut(m, 0, 1, NoAckReq, target, 0, 0, 0, 0, 0, ct, 10), NoSpace)
 		ct.CancelTriggered()
@@ -216,8 +216,8 @@ func TestRulesNILimitsEnforced(t *testing.T) {
 			MatchID: ProcessID{NID: NIDAny, PID: PIDAny}}, OverflowList, 0); err != nil {
 			t.Fatal(err)
 		}
-		q, _ := ini.EQAlloc(8)
-		m, _ := ini.MDBind(MDSpec{Start: make([]byte, 8), EQ: q, Options: MDEventSendDisable})
+		q := mustEQn(t, ini, 8)
+		m := mustMD(t, ini, MDSpec{Start: make([]byte, 8), EQ: q, Options: MDEventSendDisable})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		for i, want := range []NIFail{eq.NIOK, eq.NIDropped} {

@@ -22,8 +22,8 @@ func TestRuleCTIncDuringConcurrentFiring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trig, _ := init.CTAlloc()
-	dst, _ := tgt.PhysID()
+	trig := mustCT(t, init)
+	dst := mustPhysID(t, tgt)
 	bad := 0
 	rounds := uint64(2000)
 	if testing.Short() {
@@ -39,7 +39,10 @@ func TestRuleCTIncDuringConcurrentFiring(t *testing.T) {
 		done := make(chan struct{})
 		go func() { trig.Inc(CTEvent{Success: 1}); close(done) }()
 		for {
-			v, _ := trig.Get()
+			v, err := trig.Get()
+			if err != nil {
+				t.Fatalf("CT.Get: %v", err)
+			}
 			if v.Success >= 2*r-1 {
 				break
 			}

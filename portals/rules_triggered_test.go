@@ -24,7 +24,7 @@ func TestRuleTriggeredReachedIssuesInCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst, _ := tgt.PhysID()
+	dst := mustPhysID(t, tgt)
 	for round := 0; round < 50; round++ {
 		if err := TriggeredPut(m, 0, 8, NoAckReq, dst, idx, 0, 0, 0, 1, trig, 0); err != nil {
 			t.Fatal(err)
@@ -54,9 +54,9 @@ func TestRuleCTUpdateIssuesReleasedOps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trig, _ := init.CTAlloc()
-	other, _ := init.CTAlloc()
-	dst, _ := tgt.PhysID()
+	trig := mustCT(t, init)
+	other := mustCT(t, init)
+	dst := mustPhysID(t, tgt)
 	for round := uint64(1); round <= 20; round++ {
 		for k := uint64(0); k < 4; k++ {
 			if err := TriggeredPut(m, 0, 8, NoAckReq, dst, idx, 0, 0, 0, 10*round+k, trig, round); err != nil {

@@ -1,14 +1,15 @@
 package tests
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/goportals/goportals/internal/bootstrap"
+	"github.com/goportals/goportals/internal/bootstrap/childtest"
 	"github.com/goportals/goportals/portals"
 	"go.uber.org/goleak"
 )
@@ -61,7 +62,10 @@ func nativeRank(name string) int {
 	return 0
 }
 
-// launch runs scenario name on n ranks, each a copy of this test binary.
+// launch runs scenario name on n ranks, each a copy of this test binary, and fails
+// the test unless the launcher succeeded, every rank exited 0 and the ranks' output
+// reports no data race, panic or fatal runtime error (childtest): a rank's race
+// report or panic can come with a status the launcher does not object to.
 func launch(t *testing.T, name string, n int) {
 	t.Helper()
 	if testing.Short() {
@@ -71,14 +75,66 @@ func launch(t *testing.T, name string, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
 	w := &lockedBuffer{}
-	_, err = bootstrap.Launch(context.Background(), bootstrap.LaunchConfig{
+	res, err := bootstrap.Launch(context.Background(), bootstrap.LaunchConfig{
 		N: n, Argv: []string{exe}, Env: append(os.Environ(), envNative+"="+name),
 		Stdout: w, Stderr: w, Prefix: true, Timeout: time.Minute, Grace: time.Second,
 	})
-	out.WriteString(w.String())
+	if why := judgeRanks(w.String(), n, res, err); why != "" {
+		t.Fatalf("%s: %s; output:\n%s", name, why, childtest.Quote(w.String()))
+	}
+}
+
+// judgeRanks returns why a job of n ranks failed, or "" when the launcher returned
+// no error, every rank exited 0 and out shows no trouble.
+func judgeRanks(out string, n int, res *bootstrap.JobResult, err error) string {
+	var why []string
 	if err != nil {
-		t.Fatalf("%s: %v\n%s", name, err, out.String())
+		why = append(why, "launcher: "+err.Error())
+	}
+	if res == nil || len(res.Ranks) != n {
+		got := 0
+		if res != nil {
+			got = len(res.Ranks)
+		}
+		why = append(why, fmt.Sprintf("%d rank statuses for %d ranks", got, n))
+	}
+	if res != nil {
+		for _, r := range res.Ranks {
+			if r.Success() {
+				continue
+			}
+			s := r.String()
+			if r.ExitCode == childtest.RaceExitCode && childtest.RaceEnabled {
+				s += " (the race detector's status: a data race was reported)"
+			}
+			why = append(why, s)
+		}
+	}
+	if line := childtest.Trouble(out); line != "" {
+		why = append(why, fmt.Sprintf("the output reports %q", line))
+	}
+	return strings.Join(why, "; ")
+}
+
+// TestJudgeRanks: a clean exit does not hide a race report or panic in the output,
+// and a missing or failed rank is reported.
+func TestJudgeRanks(t *testing.T) {
+	ok := &bootstrap.JobResult{Ranks: []bootstrap.RankStatus{{Rank: 0, Pid: 10}, {Rank: 1, Pid: 11}}}
+	if why := judgeRanks("[0] fine\n[1] fine\n", 2, ok, nil); why != "" {
+		t.Errorf("a clean job: %s", why)
+	}
+	if why := judgeRanks("[1] WARNING: DATA RACE\n", 2, ok, nil); !strings.Contains(why, "DATA RACE") {
+		t.Errorf("a race report with clean statuses: %q", why)
+	}
+	if why := judgeRanks("[0] panic: boom\n", 2, ok, nil); !strings.Contains(why, "panic: boom") {
+		t.Errorf("a panic with clean statuses: %q", why)
+	}
+	if why := judgeRanks("", 3, ok, nil); why == "" {
+		t.Error("two statuses for three ranks passed")
+	}
+	bad := &bootstrap.JobResult{Ranks: []bootstrap.RankStatus{{Rank: 0, Pid: 10}, {Rank: 1, Pid: 11, ExitCode: 1}}}
+	if why := judgeRanks("", 2, bad, nil); why == "" {
+		t.Error("a rank that exited 1 passed")
 	}
 }

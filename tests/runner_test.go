@@ -50,7 +50,13 @@ func TestDiscover(t *testing.T) {
 	if strings.Join(got, " ") != want {
 		t.Errorf("Discover = %v, want %s", got, want)
 	}
-	cases, _ = Discover([]string{dir}, 3)
+	cases, err = Discover([]string{dir}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) == 0 {
+		t.Fatal("Discover with -np 3 found no cases")
+	}
 	for _, c := range cases {
 		if c.NP != 3 {
 			t.Errorf("%s: NP %d with -np 3", c.Name, c.NP)

@@ -100,7 +100,10 @@ func TestDatumFillCompare(t *testing.T) {
 			t.Errorf("%v %q: a changed item compares equal", c.typ, c.val)
 		}
 	}
-	d, _ := parseDatum(eq.Int8, "0xab") // strtol then truncation: 0xab as int8
+	d, err := parseDatum(eq.Int8, "0xab") // strtol then truncation: 0xab as int8
+	if err != nil {
+		t.Fatalf("parseDatum(INT8, 0xab): %v", err)
+	}
 	if d[0] != 0xab {
 		t.Errorf("INT8 0xab = %#x", d[0])
 	}
@@ -119,7 +122,10 @@ func TestExtended(t *testing.T) {
 			t.Errorf("extended round trip of %v = %v", v, got)
 		}
 	}
-	x, _ := toExtended("1")
+	x, ok := toExtended("1")
+	if !ok {
+		t.Fatal("toExtended(1) failed")
+	}
 	// 1.0 is mantissa 0x8000000000000000, exponent 16383.
 	if x[7] != 0x80 || x[8] != 0xff || x[9] != 0x3f {
 		t.Errorf("1.0 as x87 extended = % x", x[:10])
