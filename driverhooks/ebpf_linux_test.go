@@ -32,7 +32,11 @@ func openEBPF(t testing.TB, opts *EBPFOptions) *EBPF {
 	return b
 }
 
-// ebpfAnonPages maps n fresh private anonymous pages, touched.
+// ebpfAnonPages maps n fresh private anonymous pages, touched. They are never
+// unmapped by a cleanup: the tests unmap, move and replace parts of them, and once a
+// page has left, the runtime (or the race detector) may map its own memory at that
+// address, which a cleanup munmap of the whole range would tear away. The few pages
+// left are the process's until it exits.
 func ebpfAnonPages(t testing.TB, n int) uintptr {
 	t.Helper()
 	a, err := ebpfMmap(0, uintptr(n)*pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
@@ -42,7 +46,6 @@ func ebpfAnonPages(t testing.TB, n int) uintptr {
 	for i := 0; i < n; i++ {
 		ebpfPoke(a+uintptr(i)*pageSize, 1)
 	}
-	t.Cleanup(func() { ebpfMunmap(a, uintptr(n)*pageSize) })
 	return a
 }
 
@@ -290,12 +293,21 @@ func TestEBPFMremap(t *testing.T) {
 	s := NewNotifier(b).Subscribe()
 	defer s.Close()
 	p := pageSize
-	src := ebpfAnonPages(t, 2)
+	// The source is mapped without a cleanup: mremap moves it away, and by the time a
+	// cleanup ran, the runtime (or the race detector) may have mapped something else
+	// at its old address. The destination's cleanup unmaps the moved pages.
+	src, err := ebpfMmap(0, 2*p, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ebpfPoke(src, 1)
+	ebpfPoke(src+p, 1)
 	dst := ebpfAnonPages(t, 2)
 	ebpfWatch(t, b, src, 2*p)
 	ebpfWatch(t, b, dst, 2*p)
 	r, _, e := unix.Syscall6(unix.SYS_MREMAP, src, 2*p, 2*p, unix.MREMAP_MAYMOVE|unix.MREMAP_FIXED, dst, 0)
 	if e != 0 || r != dst {
+		ebpfMunmap(src, 2*p) // still ours: the move failed
 		t.Fatalf("mremap: %v", e)
 	}
 	got, all := ebpfDrained(s, 0, ^uintptr(0))
