@@ -142,7 +142,14 @@ func TestMonitorEvents(t *testing.T) {
 				t.Fatal("still pending after drain")
 			}
 			n.Unwatch(a, uintptr(len(b)))
-			unix.Munmap(b) // may fail for the unmapped cases
+			if c.name == "partial-munmap" {
+				// Unmap only the pieces still ours: the hole may hold the runtime's
+				// memory by now.
+				unix.Syscall(unix.SYS_MUNMAP, a, 2*pageSize, 0)
+				unix.Syscall(unix.SYS_MUNMAP, a+4*pageSize, uintptr(len(b))-4*pageSize, 0)
+			} else {
+				unix.Munmap(b) // fails harmlessly where the case unmapped or moved b through unix
+			}
 		})
 	}
 	if st := m.Stats(); st.Errors != 0 || st.Pagefaults != 0 {
