@@ -5,6 +5,7 @@ package regcache
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"regexp"
@@ -30,6 +31,17 @@ import (
 // already used the new mapping, and the cache handed it the old one's registration.
 // A backend with no window must show none; userfaultfd may (it learns of an munmap
 // only after the range was released) and the test only reports what it sees.
+//
+// Between B's munmap and C's mmap the address is free, and anything else in the
+// process (the Go runtime, the race detector's allocator) may map memory there. So
+// the test only unmaps or writes memory it owns at that moment: B unmaps only the
+// mapping C made (or the first one) once A has used it, C writes only into a mapping
+// its own mmap just returned, and the run's cleanup unmaps the range only if the last
+// step was a mapping rather than B's munmap. A reads at an address that may by then
+// belong to someone else (that is the race), so every mapping of the run carries a
+// key next to its tag (a random value of the run xor the address), and a tag counts
+// only next to the key: a read of someone else's memory, or of no memory at all (a
+// fault, recovered), is skipped.
 //
 // PTL_NOTIFIER picks one backend (ebpf, seccomp or uffd; default all that open here).
 // PTL_CROSSTHREAD_SECONDS sets the run length per backend (default 2). A seccomp
@@ -174,13 +186,14 @@ func crossThreadChild(t *testing.T, k driverhooks.Kind) crossResult {
 type genReg struct{ gen uint64 }
 
 // genRegistrar reads the tag at registration. A range unmapped meanwhile fails, and
-// so does a new mapping whose tag is not written yet (0).
-type genRegistrar struct{}
+// so does memory that is not the run's (its key is not there) and a new mapping
+// whose tag is not written yet (0).
+type genRegistrar struct{ key uint64 }
 
-func (genRegistrar) Register(mem []byte) (genReg, error) {
-	g, ok := loadTag(uintptr(unsafe.Pointer(unsafe.SliceData(mem))))
+func (r genRegistrar) Register(mem []byte) (genReg, error) {
+	g, ok := loadTag(uintptr(unsafe.Pointer(unsafe.SliceData(mem))), r.key)
 	if !ok {
-		return genReg{}, errors.New("range unmapped while registering")
+		return genReg{}, errors.New("range unmapped, or not the run's memory, while registering")
 	}
 	if g == 0 {
 		return genReg{}, errors.New("new mapping not tagged yet")
@@ -190,22 +203,41 @@ func (genRegistrar) Register(mem []byte) (genReg, error) {
 
 func (genRegistrar) Deregister(genReg) error { return nil }
 
-// loadTag reads the generation tag at addr; false if the page is not mapped. The
-// calling goroutine must have called debug.SetPanicOnFault(true). The load is a
-// plain one: under the race detector an atomic load runs in its C runtime, where a
-// fault cannot become a panic. A plain aligned load is not torn, and the lookup that
-// follows it is a call the compiler does not move it past.
-func loadTag(addr uintptr) (v uint64, ok bool) {
+// A mapping of the run holds its generation tag in its first word and key^addr in
+// the second.
+const (
+	tagOff = 0
+	keyOff = 8
+)
+
+// loadTag reads the generation tag at addr; false if the page is not mapped or the
+// memory there is not the run's (the key word is not key^addr). The calling
+// goroutine must have called debug.SetPanicOnFault(true). The loads are plain ones:
+// under the race detector an atomic load runs in its C runtime, where a fault cannot
+// become a panic but kills the process. A plain aligned load is not torn, and the
+// lookup that follows it is a call the compiler does not move it past.
+func loadTag(addr uintptr, key uint64) (v uint64, ok bool) {
 	defer func() {
 		if recover() != nil {
 			v, ok = 0, false
 		}
 	}()
-	return *(*uint64)(unsafe.Add(unsafe.Pointer(nil), addr)), true
+	p := unsafe.Add(unsafe.Pointer(nil), addr)
+	v = *(*uint64)(unsafe.Add(p, tagOff))
+	if *(*uint64)(unsafe.Add(p, keyOff)) != key^uint64(addr) {
+		return 0, false
+	}
+	return v, true
 }
 
-func storeTag(addr uintptr, v uint64) {
-	atomic.StoreUint64((*uint64)(unsafe.Add(unsafe.Pointer(nil), addr)), v)
+// storeTag tags the mapping at addr with generation v. Only for a mapping the
+// caller's mmap returned and nobody can have unmapped since: the stores are atomic
+// ones, which run in the race detector's C runtime, where a fault kills the process.
+// The key goes first, so that a tag is never seen without it.
+func storeTag(addr uintptr, key, v uint64) {
+	p := unsafe.Add(unsafe.Pointer(nil), addr)
+	atomic.StoreUint64((*uint64)(unsafe.Add(p, keyOff)), key^uint64(addr))
+	atomic.StoreUint64((*uint64)(unsafe.Add(p, tagOff)), v)
 }
 
 func rawMmapAt(addr uintptr, flags int) (uintptr, error) {
@@ -232,7 +264,8 @@ func crossThreadRun(k driverhooks.Kind, d time.Duration) (res crossResult, err e
 	}
 	defer b.Close()
 	res.Kind, res.Window = k, b.Window()
-	c, err := New[genReg](genRegistrar{}, Options{Source: driverhooks.NewNotifier(b), MaxEntries: 64})
+	key := rand.Uint64()
+	c, err := New[genReg](genRegistrar{key}, Options{Source: driverhooks.NewNotifier(b), MaxEntries: 64})
 	if err != nil {
 		return res, err
 	}
@@ -242,9 +275,10 @@ func crossThreadRun(k driverhooks.Kind, d time.Duration) (res crossResult, err e
 	if err != nil {
 		return res, err
 	}
-	storeTag(base, 1)
+	storeTag(base, key, 1)
 	var (
 		addr      atomic.Uintptr // where the range is now
+		owned     atomic.Bool    // the test's mapping is at addr (false from B's munmap to C's mmap)
 		gen       atomic.Uint64  // the tag of the current mapping
 		cachedGen atomic.Uint64  // the last generation A was handed from the cache
 		unmapping atomic.Bool    // B is unmapping: C may map again
@@ -255,6 +289,7 @@ func crossThreadRun(k driverhooks.Kind, d time.Duration) (res crossResult, err e
 		firstErr  error
 	)
 	addr.Store(base)
+	owned.Store(true)
 	gen.Store(1)
 	fail := func(err error) {
 		mu.Lock()
@@ -274,9 +309,9 @@ func crossThreadRun(k driverhooks.Kind, d time.Duration) (res crossResult, err e
 		var lastStale uint64
 		for !stop.Load() {
 			a := addr.Load()
-			seen, ok := loadTag(a)
+			seen, ok := loadTag(a, key)
 			if !ok || seen == 0 {
-				continue // unmapped, or mapped and not tagged yet
+				continue // unmapped, someone else's memory, or ours and not tagged yet
 			}
 			res.Lookups++
 			before := c.st.hits.Load()
@@ -318,10 +353,13 @@ func crossThreadRun(k driverhooks.Kind, d time.Duration) (res crossResult, err e
 			}
 			unmapped.Store(false)
 			unmapping.Store(true)
+			// addr is the test's own mapping: unmapping is false, so C is not
+			// mapping, and C made it (or it is the first one) and tagged it g.
 			if err := rawMunmapRange(addr.Load()); err != nil {
 				fail(fmt.Errorf("munmap: %w", err))
 				return
 			}
+			owned.Store(false)
 			unmapped.Store(true)
 			for !stop.Load() && gen.Load() == g {
 				runtime.Gosched()
@@ -342,10 +380,17 @@ func crossThreadRun(k driverhooks.Kind, d time.Duration) (res crossResult, err e
 			for !stop.Load() {
 				p, err := rawMmapAt(a, unix.MAP_FIXED_NOREPLACE)
 				if err == nil && p == a {
+					owned.Store(true)
 					break
 				}
-				if err == nil || !errors.Is(err, unix.EEXIST) {
-					fail(fmt.Errorf("mmap at %#x: %v (got %#x)", a, err, p))
+				if err == nil {
+					// A kernel that took the flag for a hint: p is ours, a is not.
+					_ = rawMunmapRange(p)
+					fail(fmt.Errorf("mmap at %#x with MAP_FIXED_NOREPLACE gave %#x", a, p))
+					return
+				}
+				if !errors.Is(err, unix.EEXIST) {
+					fail(fmt.Errorf("mmap at %#x: %v", a, err))
 					return
 				}
 				if !unmapped.Load() {
@@ -355,13 +400,15 @@ func crossThreadRun(k driverhooks.Kind, d time.Duration) (res crossResult, err e
 					taken = time.Now()
 				}
 				if time.Since(taken) > 20*time.Millisecond {
-					// Someone else mapped the freed address: move on.
+					// Someone else mapped the freed address: move on, and never
+					// touch the old one again.
 					p, err := rawMmapAt(0, 0)
 					if err != nil {
 						fail(err)
 						return
 					}
 					a = p
+					owned.Store(true)
 					addr.Store(p)
 					res.Moved++
 					break
@@ -371,7 +418,7 @@ func crossThreadRun(k driverhooks.Kind, d time.Duration) (res crossResult, err e
 				return
 			}
 			g := gen.Load() + 1
-			storeTag(a, g)
+			storeTag(a, key, g)
 			gen.Store(g)
 			res.Remaps++
 			unmapping.Store(false)
@@ -382,7 +429,13 @@ func crossThreadRun(k driverhooks.Kind, d time.Duration) (res crossResult, err e
 	wg.Wait()
 	res.Seconds = time.Since(start).Seconds()
 	c.Flush()
-	_ = rawMunmapRange(addr.Load())
+	// Unmap the range only if the test's mapping is there: when the run stopped
+	// between B's munmap and C's mmap the address is free, or already someone else's
+	// (the runtime's, the race detector's), and unmapping it would pull memory from
+	// under them.
+	if owned.Load() {
+		_ = rawMunmapRange(addr.Load())
+	}
 	return res, firstErr
 }
 
