@@ -1,374 +1,165 @@
 package portals
 
 import (
-	"errors"
-	"fmt"
-
-	"github.com/goportals/goportals/eq"
-	"github.com/goportals/goportals/md"
+	"github.com/goportals/goportals/internal/nic"
 )
 
-// op is an initiator operation in flight.
-type initOp struct {
-	id       uint64
-	kind     uint8
-	md       *MD // the descriptor whose data goes out (put, atomic, fetch/swap put side) or, for get, comes in
-	getMD    *MD // fetch and swap: where the old data comes back
-	getOff   uint64
-	localOff uint64
-	length   uint64
-	userPtr  uint64
-	ack      AckReq
-	pt       PTIndex
-	match    uint64
-	roff     uint64
-	hdrData  uint64
-	atomOp   AtomicOp
-	atomType AtomicType
-	pinned   *md.Pinned
-	stage    []byte // a long transfer's staging copy (nil: the target uses the descriptor's memory)
-	pr       *peer
-	long     bool
-	sendDone bool // the SEND event was posted (guarded by ni.mu)
-	tracked  bool // in ni.ops until answered
+// Target names where an operation lands: the target process (a rank on a logical
+// NI, a node and process id on a physical one), its portal table index, the match
+// bits an entry must accept (ignored by a non-matching NI) and the offset into the
+// matched entry's memory (unless the entry manages its offset locally).
+type Target struct {
+	ID     ProcessID
+	PT     PTIndex
+	Match  MatchBits
+	Offset uint64
 }
 
-// Put starts a put (PtlPut): length bytes of m from localOffset to the entry that
-// matches at target's portal index pt.
-func Put(m *MD, localOffset, length uint64, ack AckReq, target ProcessID, pt PTIndex, match MatchBits,
-	remoteOffset uint64, userPtr uint64, hdrData uint64) error {
-	o := putOp(msgPut, m, localOffset, length, ack, pt, match, remoteOffset, userPtr, hdrData, 0, 0)
-	return mdNI(m).start("PtlPut", &o, target, nil)
+// Trigger defers an operation until counter CT reaches Threshold (successes plus
+// failures), as Portals' triggered operations do. The zero Trigger means now.
+type Trigger struct {
+	CT        *CT
+	Threshold uint64
 }
 
-// Get starts a get (PtlGet): length bytes from the matching entry into m at localOffset.
-func Get(m *MD, localOffset, length uint64, target ProcessID, pt PTIndex, match MatchBits,
-	remoteOffset uint64, userPtr uint64) error {
-	o := putOp(msgGet, m, localOffset, length, NoAckReq, pt, match, remoteOffset, userPtr, 0, 0, 0)
-	return mdNI(m).start("PtlGet", &o, target, nil)
+// OpOptions are the optional parts of an operation. The zero value asks for no
+// acknowledgment, sends no header data, and starts the operation now.
+type OpOptions struct {
+	// Ack is the acknowledgment a put or atomic asks for (NoAckReq, AckReqFull,
+	// CTAckReq, OCAckReq); gets and fetching atomics ignore it.
+	Ack AckReq
+	// HdrData are 64 bits delivered with the operation in the target's event.
+	HdrData uint64
+	// Cookie is returned in the initiator's events of this operation
+	// (Event.UserPtr), Portals' user_ptr.
+	Cookie uint64
+	// Trigger, when its CT is set, makes this a triggered operation.
+	Trigger Trigger
 }
 
-// Atomic starts an atomic (PtlAtomic): the target applies aop element-wise with the
-// operand data of m at localOffset.
-func Atomic(m *MD, localOffset, length uint64, ack AckReq, target ProcessID, pt PTIndex, match MatchBits,
-	remoteOffset uint64, userPtr uint64, hdrData uint64, aop AtomicOp, dt AtomicType) error {
-	o := putOp(msgAtomic, m, localOffset, length, ack, pt, match, remoteOffset, userPtr, hdrData, aop, dt)
-	return mdNI(m).start("PtlAtomic", &o, target, nil)
+// Span is a byte range of a memory descriptor: the local side of an operation.
+// Make one with MD.Span or MD.All; it is a small value, free to copy.
+type Span struct {
+	md       *MD
+	off, len uint64
 }
 
-// FetchAtomic starts a fetching atomic (PtlFetchAtomic): the old target data comes
-// back into getMD at getOffset.
-func FetchAtomic(getMD *MD, getOffset uint64, putMD *MD, putOffset uint64, length uint64, target ProcessID,
-	pt PTIndex, match MatchBits, remoteOffset uint64, userPtr uint64, hdrData uint64, aop AtomicOp, dt AtomicType) error {
-	o := fetchOp(msgFetch, getMD, getOffset, putMD, putOffset, length, pt, match, remoteOffset, userPtr, hdrData, aop, dt)
-	return mdNI(putMD).start("PtlFetchAtomic", &o, target, nil)
+// Span returns the n bytes of the descriptor at offset off. Bounds are checked
+// when an operation uses the span (ArgInvalid).
+func (m *MD) Span(off, n uint64) Span { return Span{md: m, off: off, len: n} }
+
+// All returns the span of the whole descriptor.
+func (m *MD) All() Span {
+	if m == nil {
+		return Span{}
+	}
+	return Span{md: m, len: m.Len()}
 }
 
-// Swap starts a swap (PtlSwap): SWAP, the conditional swaps (operand is the
-// comparison value) or MSWAP (operand is the mask); the old data comes back into getMD.
-func Swap(getMD *MD, getOffset uint64, putMD *MD, putOffset uint64, length uint64, target ProcessID,
-	pt PTIndex, match MatchBits, remoteOffset uint64, userPtr uint64, hdrData uint64, operand []byte,
-	aop AtomicOp, dt AtomicType) error {
-	o := fetchOp(msgSwap, getMD, getOffset, putMD, putOffset, length, pt, match, remoteOffset, userPtr, hdrData, aop, dt)
-	return mdNI(putMD).start("PtlSwap", &o, target, operand)
+// MD returns the descriptor of the span.
+func (s Span) MD() *MD { return s.md }
+
+// Offset returns the span's offset in its descriptor.
+func (s Span) Offset() uint64 { return s.off }
+
+// Len returns the span's length in bytes.
+func (s Span) Len() uint64 { return s.len }
+
+// Put sends the span's bytes to the entry that accepts them at to (PtlPut,
+// PtlTriggeredPut with o.Trigger). It returns once the operation is started. The
+// initiator's events go to the descriptor's event queue and counter: EventSend
+// when the data has left the span, then EventAck if o.Ack asked for one.
+//
+// Buffer reuse: the span's memory must not change until EventSend (or, with
+// MDEventSendDisable, the counter's CT_SEND count) reports the operation; on a
+// descriptor bound with MDVolatile, a put of at most Limits.MaxVolatileSize bytes
+// copies the data before Put returns, and the memory may change at once.
+func (s Span) Put(to Target, o OpOptions) error {
+	if s.md == nil {
+		return errNilSpan(o, "PtlPut")
+	}
+	if o.Trigger.CT != nil {
+		return nic.TriggeredPut(s.md.core(), s.off, s.len, nic.AckReq(o.Ack), to.ID, nic.PTIndex(to.PT), to.Match,
+			to.Offset, o.Cookie, o.HdrData, o.Trigger.CT.core(), o.Trigger.Threshold)
+	}
+	return nic.Put(s.md.core(), s.off, s.len, nic.AckReq(o.Ack), to.ID, nic.PTIndex(to.PT), to.Match,
+		to.Offset, o.Cookie, o.HdrData)
 }
 
-// putOp builds the record of an operation on one descriptor (put, get, atomic);
-// the API calls and their triggered forms share it.
-func putOp(kind uint8, m *MD, localOffset, length uint64, ack AckReq, pt PTIndex, match MatchBits,
-	remoteOffset, userPtr, hdrData uint64, aop AtomicOp, dt AtomicType) initOp {
-	return initOp{kind: kind, md: m, localOff: localOffset, length: length, userPtr: userPtr, ack: ack, pt: pt,
-		match: match, roff: remoteOffset, hdrData: hdrData, atomOp: aop, atomType: dt}
+// Get reads bytes from the entry that accepts them at from into the span (PtlGet,
+// PtlTriggeredGet). EventReply reports the data in place.
+//
+// Buffer reuse: the span's memory is written until EventReply (or the counter's
+// CT_REPLY count) reports the operation; read it only after that.
+func (s Span) Get(from Target, o OpOptions) error {
+	if s.md == nil {
+		return errNilSpan(o, "PtlGet")
+	}
+	if o.Trigger.CT != nil {
+		return nic.TriggeredGet(s.md.core(), s.off, s.len, from.ID, nic.PTIndex(from.PT), from.Match,
+			from.Offset, o.Cookie, o.Trigger.CT.core(), o.Trigger.Threshold)
+	}
+	return nic.Get(s.md.core(), s.off, s.len, from.ID, nic.PTIndex(from.PT), from.Match, from.Offset, o.Cookie)
 }
 
-// fetchOp builds the record of a fetching atomic or swap (two descriptors).
-func fetchOp(kind uint8, getMD *MD, getOffset uint64, putMD *MD, putOffset, length uint64, pt PTIndex,
-	match MatchBits, remoteOffset, userPtr, hdrData uint64, aop AtomicOp, dt AtomicType) initOp {
-	return initOp{kind: kind, md: putMD, getMD: getMD, getOff: getOffset, localOff: putOffset, length: length,
-		userPtr: userPtr, pt: pt, match: match, roff: remoteOffset, hdrData: hdrData, atomOp: aop, atomType: dt}
+// Atomic applies op element by element (datatype dt) with the span's bytes as
+// operands to the target memory (PtlAtomic, PtlTriggeredAtomic). The span's length
+// is a multiple of dt's size and at most Limits.MaxAtomicSize.
+//
+// Buffer reuse: as for Put.
+func (s Span) Atomic(to Target, op AtomicOp, dt AtomicType, o OpOptions) error {
+	if s.md == nil {
+		return errNilSpan(o, "PtlAtomic")
+	}
+	if o.Trigger.CT != nil {
+		return nic.TriggeredAtomic(s.md.core(), s.off, s.len, nic.AckReq(o.Ack), to.ID, nic.PTIndex(to.PT),
+			to.Match, to.Offset, o.Cookie, o.HdrData, op, dt, o.Trigger.CT.core(), o.Trigger.Threshold)
+	}
+	return nic.Atomic(s.md.core(), s.off, s.len, nic.AckReq(o.Ack), to.ID, nic.PTIndex(to.PT), to.Match,
+		to.Offset, o.Cookie, o.HdrData, op, dt)
 }
 
-// copyOp moves an operation record to the heap (the API functions build it on the stack).
-func copyOp(o *initOp) *initOp {
-	c := *o
-	return &c
+// FetchAtomic applies op with the span's bytes as operands and returns the target
+// memory's previous contents into result, of the same length (PtlFetchAtomic,
+// PtlTriggeredFetchAtomic). The initiator's events go to result's descriptor.
+//
+// Buffer reuse: the span as for Put; result as for Get.
+func (s Span) FetchAtomic(result Span, to Target, op AtomicOp, dt AtomicType, o OpOptions) error {
+	if s.md == nil || result.md == nil {
+		return errNilSpan(o, "PtlFetchAtomic")
+	}
+	if o.Trigger.CT != nil {
+		return nic.TriggeredFetchAtomic(result.md.core(), result.off, s.md.core(), s.off, s.len, to.ID,
+			nic.PTIndex(to.PT), to.Match, to.Offset, o.Cookie, o.HdrData, op, dt, o.Trigger.CT.core(),
+			o.Trigger.Threshold)
+	}
+	return nic.FetchAtomic(result.md.core(), result.off, s.md.core(), s.off, s.len, to.ID, nic.PTIndex(to.PT),
+		to.Match, to.Offset, o.Cookie, o.HdrData, op, dt)
 }
 
-// maxRequestSegs is how many memory segments a long transfer's request names (16
-// bytes each, in the inline payload).
-const maxRequestSegs = eagerMax / 16
-
-// validate checks an operation's arguments against its descriptors and limits.
-func (ni *NI) validate(o *initOp, operand []byte) error {
-	if o.md.released || (o.getMD != nil && (o.getMD.ni != ni || o.getMD.released)) {
-		return fmt.Errorf("descriptor released or of another NI")
+// Swap performs op (OpSwap, a conditional swap OpCSwap..OpCSwapGT whose
+// comparison value is operand, or OpMSwap whose mask is operand) with the span's
+// bytes, returning the previous target contents into result (PtlSwap,
+// PtlTriggeredSwap). operand holds one element of dt.
+//
+// Buffer reuse: as for FetchAtomic; operand is copied before Swap returns.
+func (s Span) Swap(result Span, to Target, op AtomicOp, dt AtomicType, operand []byte, o OpOptions) error {
+	if s.md == nil || result.md == nil {
+		return errNilSpan(o, "PtlSwap")
 	}
-	if o.localOff > o.md.mem.Len() || o.length > o.md.mem.Len()-o.localOff {
-		return fmt.Errorf("[%d, +%d) outside the descriptor of %d bytes", o.localOff, o.length, o.md.mem.Len())
+	if o.Trigger.CT != nil {
+		return nic.TriggeredSwap(result.md.core(), result.off, s.md.core(), s.off, s.len, to.ID,
+			nic.PTIndex(to.PT), to.Match, to.Offset, o.Cookie, o.HdrData, operand, op, dt, o.Trigger.CT.core(),
+			o.Trigger.Threshold)
 	}
-	if o.getMD != nil && (o.getOff > o.getMD.mem.Len() || o.length > o.getMD.mem.Len()-o.getOff) {
-		return fmt.Errorf("[%d, +%d) outside the get descriptor of %d bytes", o.getOff, o.length, o.getMD.mem.Len())
-	}
-	if o.length > ni.limits.MaxMsgSize {
-		return fmt.Errorf("length %d above max_msg_size %d", o.length, ni.limits.MaxMsgSize)
-	}
-	if o.kind != msgGet && o.md.opts&MDVolatile != 0 && o.length > ni.limits.MaxVolatileSize {
-		// The data of a volatile descriptor must be out of it when the call returns:
-		// only max_volatile_size bytes can be (puts and atomics, fetching or not).
-		return fmt.Errorf("length %d from a volatile descriptor above max_volatile_size %d",
-			o.length, ni.limits.MaxVolatileSize)
-	}
-	if o.ack > OCAckReq {
-		return fmt.Errorf("ack request %d", o.ack)
-	}
-	if o.ack == AckReqFull && o.md.eq == nil {
-		return fmt.Errorf("an ACK needs an event queue on the descriptor")
-	}
-	if o.ack == CTAckReq && o.md.ct == nil {
-		// OC_ACK needs none: without a counter it counts nowhere, as in the reference.
-		return fmt.Errorf("a counting ack needs a counting event on the descriptor")
-	}
-	if int(o.pt) > ni.limits.MaxPTIndex {
-		return fmt.Errorf("portal index %d above max_pt_index", o.pt)
-	}
-	switch o.kind {
-	case msgAtomic, msgFetch, msgSwap:
-		max := ni.limits.MaxAtomicSize
-		if o.kind != msgAtomic {
-			max = ni.limits.MaxFetchAtomicSize
-		}
-		if o.length > max {
-			return fmt.Errorf("atomic of %d bytes above the limit %d", o.length, max)
-		}
-		if err := checkAtomic(o.atomOp, o.atomType, o.length, o.kind == msgSwap); err != nil {
-			return err
-		}
-		if o.kind == msgSwap && o.atomOp >= eq.OpCSwap && len(operand) < o.atomType.Size() {
-			return fmt.Errorf("%v needs an operand of %d bytes", o.atomOp, o.atomType.Size())
-		}
-	}
-	return nil
+	return nic.Swap(result.md.core(), result.off, s.md.core(), s.off, s.len, to.ID, nic.PTIndex(to.PT),
+		to.Match, to.Offset, o.Cookie, o.HdrData, operand, op, dt)
 }
 
-// start validates and issues an initiator operation.
-func (ni *NI) start(name string, o *initOp, target ProcessID, operand []byte) error {
-	if o.md == nil || o.md.ni == nil || ((o.kind == msgFetch || o.kind == msgSwap) && o.getMD == nil) {
-		return nilHandle(name, "descriptor")
+// errNilSpan is the error of an operation on a span of no descriptor.
+func errNilSpan(o OpOptions, op string) error {
+	if o.Trigger.CT != nil {
+		op = "PtlTriggered" + op[len("Ptl"):]
 	}
-	if err := ni.check(name); err != nil {
-		return err
-	}
-	ni.mu.Lock()
-	if err := ni.validate(o, operand); err != nil {
-		ni.mu.Unlock()
-		code := ArgInvalid
-		if errorsIsNotSupported(err) {
-			code = Fail
-		}
-		return opErr(name, code, err)
-	}
-	pr, ok := ni.peerOf(target)
-	if !ok {
-		ni.mu.Unlock()
-		return opErr(name, ArgInvalid, fmt.Errorf("no process %+v in the job", target))
-	}
-	ni.nextOp++
-	o.id, o.pr = ni.nextOp, pr
-	if (o.kind == msgPut || o.kind == msgAtomic) && o.ack == NoAckReq && o.length <= eagerMax {
-		// Fire and forget: complete once the request left; nothing to track, and
-		// o stays on the caller's stack.
-		ni.mu.Unlock()
-		return ni.issueOrFail(name, o, operand)
-	}
-	o.md.inflight++
-	if o.getMD != nil {
-		o.getMD.inflight++
-	}
-	h := copyOp(o)
-	h.tracked = true
-	ni.ops[h.id] = h
-	ni.mu.Unlock()
-	return ni.issueOrFail(name, h, operand)
-}
-
-// issueOrFail issues o; a peer that is gone completes it with failure events.
-func (ni *NI) issueOrFail(name string, o *initOp, operand []byte) error {
-	err := ni.issue(o, operand)
-	if err != nil {
-		ni.mu.Lock()
-		defer ni.mu.Unlock()
-		if errors.Is(err, errPeerFailed) {
-			ni.failOp(o)
-			return nil
-		}
-		ni.finish(o)
-		return opErr(name, Fail, err)
-	}
-	return nil
-}
-
-// issue sends the request message of o, inline or with the region of a long transfer.
-func (ni *NI) issue(o *initOp, operand []byte) error {
-	self := ni.initiatorID()
-	h := header{kind: o.kind, ack: uint8(o.ack), atomOp: uint8(o.atomOp), atomType: uint8(o.atomType),
-		pt: uint32(o.pt), uid: uint32(ni.proc.uid), match: o.match, roff: o.roff, length: o.length,
-		hdrData: o.hdrData, opid: o.id, rank: uint32(self.Rank), nid: uint32(self.NID), pid: uint32(self.PID)}
-	var parts [4][]byte
-	switch {
-	case o.kind == msgGet && o.length <= eagerMax:
-		return o.pr.send(&h)
-	case o.length <= eagerMax && o.kind != msgGet:
-		pieces, err := o.md.mem.Slices(o.localOff, o.length, parts[:0])
-		if err != nil {
-			return err
-		}
-		if len(pieces) > 3 {
-			buf := make([]byte, o.length)
-			o.md.mem.ReadAt(buf, o.localOff)
-			pieces = append(pieces[:0], buf)
-		}
-		if o.kind == msgSwap && o.atomOp >= eq.OpCSwap {
-			h.flags |= hfOperand
-			pieces = append(pieces, operand[:o.atomType.Size()])
-		}
-		if err := o.pr.send(&h, pieces...); err != nil {
-			return err
-		}
-		ni.sent(o)
-		return nil
-	}
-	// Long transfer: the target reads from (put) or writes into (get) our region,
-	// whose segments the request names. A region of more segments than the request
-	// can carry goes through a contiguous staging copy: a put's data is copied into
-	// it now, a get's lands in it and is copied out before the REPLY event.
-	reg, err := ni.registry()
-	if err != nil {
-		return err
-	}
-	mem, off := o.md.mem, o.localOff
-	var stage []byte
-	if o.md.mem.NumSegments() > maxRequestSegs {
-		if pieces, _ := o.md.mem.Slices(o.localOff, o.length, nil); len(pieces) > maxRequestSegs {
-			stage = make([]byte, o.length)
-			if o.kind != msgGet {
-				o.md.mem.ReadAt(stage, o.localOff)
-			}
-			mem, off = md.Bytes(stage), 0
-		}
-	}
-	p, err := reg.Pin(mem, off, o.length)
-	if err != nil {
-		return err
-	}
-	segs := p.Remote(nil)
-	if len(segs) > maxRequestSegs { // cannot happen: a staging copy is one segment
-		p.Release()
-		return fmt.Errorf("%d memory segments in one transfer (at most %d)", len(segs), maxRequestSegs)
-	}
-	buf := make([]byte, 16*len(segs))
-	for i, s := range segs {
-		putSeg(buf[16*i:], s)
-	}
-	ni.mu.Lock()
-	if ni.ops[o.id] != o { // failed meanwhile (the peer died)
-		ni.mu.Unlock()
-		p.Release()
-		return errPeerFailed
-	}
-	o.pinned, o.long, o.stage = p, true, stage
-	ni.mu.Unlock()
-	h.flags |= hfLong
-	return o.pr.send(&h, buf)
-}
-
-// sent records that an eager request left: the SEND event, and completion of a put
-// or atomic that expects no answer. Called without ni.mu.
-func (ni *NI) sent(o *initOp) {
-	if !o.tracked && o.md.eq == nil && o.md.ct == nil {
-		return // fire and forget with nowhere to report: nothing to do
-	}
-	ni.mu.Lock()
-	defer ni.mu.Unlock()
-	ni.sendEvent(o, eq.NIOK)
-	if (o.kind == msgPut || o.kind == msgAtomic) && o.ack == NoAckReq {
-		ni.finish(o)
-	}
-}
-
-// sendEvent posts o's SEND event once: from the sender after an eager request left,
-// or from the answer's handler if that ran first. Called with ni.mu held.
-func (ni *NI) sendEvent(o *initOp, fail eq.NIFail) {
-	if o.sendDone || o.kind == msgGet {
-		return
-	}
-	o.sendDone = true
-	ni.initEvent(o, o.md, eq.EventSend, fail, o.length, o.roff, 0)
-}
-
-// finish forgets a completed operation. Called with ni.mu held.
-func (ni *NI) finish(o *initOp) {
-	if _, ok := ni.ops[o.id]; !ok {
-		return
-	}
-	delete(ni.ops, o.id)
-	o.md.inflight--
-	if o.getMD != nil {
-		o.getMD.inflight--
-	}
-	if o.pinned != nil {
-		o.pinned.Release()
-		o.pinned = nil
-	}
-	o.stage = nil
-}
-
-// initEvent posts and counts an initiator event on md's queue and counter, as the
-// descriptor's options and the ack kind say. Called with ni.mu held.
-func (ni *NI) initEvent(o *initOp, m *MD, kind eq.EventKind, fail eq.NIFail, mlength, roff uint64, list uint8) {
-	ok := fail == eq.NIOK
-	if kind == eq.EventReply && ok && o.kind == msgGet && o.stage != nil {
-		// A get staged for its many segments: its data goes into place before the
-		// event reports it.
-		m.mem.WriteAt(o.stage[:min(mlength, uint64(len(o.stage)))], o.localOff)
-	}
-	if kind != eq.EventSend && o.kind >= msgAtomic && o.kind <= msgSwap {
-		// An atomic applies whole elements only: its mlength counts those.
-		if sz := uint64(o.atomType.Size()); sz > 0 {
-			mlength -= mlength % sz
-		}
-	}
-	if m.ct != nil {
-		count := (kind == eq.EventSend && m.opts&MDEventCTSend != 0) ||
-			(kind == eq.EventReply && m.opts&MDEventCTReply != 0) ||
-			(kind == eq.EventAck && m.opts&MDEventCTAck != 0)
-		if count {
-			// Bytes when the descriptor counts them, except for an operation-completed
-			// ack, which only ever counts operations.
-			n := uint64(1)
-			if m.opts&MDEventCTBytes != 0 && !(kind == eq.EventAck && o.ack == OCAckReq) {
-				n = mlength
-			}
-			m.ct.count(ok, n)
-		}
-	}
-	if m.eq == nil || (ok && m.opts&MDEventSuccessDisable != 0) ||
-		(kind == eq.EventSend && m.opts&MDEventSendDisable != 0) ||
-		(kind == eq.EventAck && o.ack != AckReqFull) {
-		return
-	}
-	m.eq.q.Post(&eq.Event{Type: kind, UserPtr: o.userPtr, MLength: mlength, RLength: o.length,
-		RemoteOffset: roff, PTIndex: uint32(o.pt), NIFail: fail, MatchBits: o.match, HdrData: o.hdrData,
-		List: eq.List(list), AtomicOp: o.atomOp, AtomicType: o.atomType})
-}
-
-func errorsIsNotSupported(err error) bool { return errors.Is(err, ErrNotSupported) }
-
-func putSeg(b []byte, s md.RemoteSegment) {
-	le.PutUint64(b, s.Addr)
-	le.PutUint32(b[8:], uint32(s.Len))
-	le.PutUint32(b[12:], s.RKey)
-}
-
-func getSeg(b []byte) md.RemoteSegment {
-	return md.RemoteSegment{Addr: le.Uint64(b), Len: le.Uint32(b[8:]), RKey: le.Uint32(b[12:])}
+	return errNil(op, "memory descriptor")
 }

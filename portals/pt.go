@@ -1,131 +1,77 @@
 package portals
 
 import (
-	"fmt"
-
-	"github.com/goportals/goportals/me"
+	"github.com/goportals/goportals/internal/nic"
 )
 
-// pt is one portal table entry: its match lists (package me), event queue,
-// options and the engine state of its entries.
-type pt struct {
-	idx     PTIndex
-	opts    PTOptions
-	eq      *EQ
-	table   *me.Table
-	enabled bool
-	entries map[me.Handle]*entry
-	active  int // messages still moving data on this entry (long transfers)
+// PT is an allocated portal table entry (a ptl_pt_index_t of one NI): where
+// incoming operations for its index find their match or list entries. Compare
+// with ==.
+type PT struct {
+	ni  *NI
+	idx PTIndex
 }
 
-// PTAlloc allocates a portal table entry (PtlPTAlloc): req, or the lowest free
-// index for PTAny. Flow control (PTFlowCtrl) needs an event queue.
-func (ni *NI) PTAlloc(opts PTOptions, q *EQ, req PTIndex) (PTIndex, error) {
-	const op = "PtlPTAlloc"
-	if err := ni.check(op); err != nil {
-		return 0, err
+// PTAlloc allocates the portal table entry req (PTAny: any free one) with opts,
+// posting its events to q (PtlPTAlloc). Flow control (PTFlowCtrl) needs an event
+// queue (PTEQNeeded without one).
+func (ni *NI) PTAlloc(opts PTOptions, q *EQ, req PTIndex) (*PT, error) {
+	if ni == nil {
+		return nil, errNil("PtlPTAlloc", "NI")
 	}
-	if opts&^(PTOnlyUseOnce|PTOnlyTruncate|PTFlowCtrl|PTMatchUnordered) != 0 {
-		return 0, opErr(op, ArgInvalid, fmt.Errorf("options %#x", uint32(opts)))
+	var cq *nic.EQ
+	if q != nil {
+		cq = q.q
 	}
-	if opts&PTFlowCtrl != 0 && q == nil {
-		return 0, opErr(op, PTEQNeeded, nil)
-	}
-	if q != nil && q.ni != ni {
-		return 0, opErr(op, ArgInvalid, fmt.Errorf("event queue of another NI"))
-	}
-	ni.mu.Lock()
-	defer ni.mu.Unlock()
-	if req != PTAny {
-		if int(req) >= len(ni.pts) {
-			return 0, opErr(op, ArgInvalid, fmt.Errorf("index %d above max_pt_index %d", req, len(ni.pts)-1))
-		}
-		if ni.pts[req] != nil {
-			return 0, opErr(op, PTInUse, nil)
-		}
-	} else {
-		req = PTIndex(len(ni.pts))
-		for i, t := range ni.pts {
-			if t == nil {
-				req = PTIndex(i)
-				break
-			}
-		}
-		if int(req) == len(ni.pts) {
-			return 0, opErr(op, PTFull, nil)
-		}
-	}
-	addr := me.Physical
-	if ni.Logical() {
-		addr = me.Logical
-	}
-	table, err := me.NewTable(me.Config{Matching: ni.Matching(), Addressing: addr,
-		MaxEntries: ni.limits.MaxEntries, MaxListSize: ni.limits.MaxListSize,
-		MaxUnexpectedHeaders: ni.limits.MaxUnexpectedHeaders,
-		MaxMsgSize:           ni.limits.MaxMsgSize, MaxAtomicSize: ni.limits.MaxAtomicSize})
+	idx, err := ni.n.PTAlloc(nic.PTOptions(opts), cq, nic.PTIndex(req))
 	if err != nil {
-		return 0, opErr(op, NoSpace, err)
+		return nil, err
 	}
-	ni.pts[req] = &pt{idx: req, opts: opts, eq: q, table: table, enabled: true, entries: map[me.Handle]*entry{}}
-	return req, nil
+	p := &PT{ni: ni, idx: PTIndex(idx)}
+	ni.mu.Lock()
+	if ni.pts == nil {
+		ni.pts = map[PTIndex]*PT{}
+	}
+	ni.pts[p.idx] = p
+	ni.mu.Unlock()
+	return p, nil
 }
 
-// ptAt returns the allocated entry at idx. Called with ni.mu held.
-func (ni *NI) ptAt(idx PTIndex) *pt {
-	if int(idx) >= len(ni.pts) {
-		return nil
-	}
-	return ni.pts[idx]
-}
+// Index returns the entry's portal table index, the one initiators target.
+func (p *PT) Index() PTIndex { return p.idx }
 
-// PTFree frees a portal table entry (PtlPTFree); it must have no entries linked.
-func (ni *NI) PTFree(idx PTIndex) error {
-	const op = "PtlPTFree"
-	if err := ni.check(op); err != nil {
+// NI returns the network interface the entry belongs to.
+func (p *PT) NI() *NI { return p.ni }
+
+// Free releases the entry (PtlPTFree): PTInUse while entries are still attached.
+func (p *PT) Free() error {
+	if p == nil {
+		return errNil("PtlPTFree", "portal table entry")
+	}
+	if err := p.ni.n.PTFree(nic.PTIndex(p.idx)); err != nil {
 		return err
 	}
-	ni.mu.Lock()
-	defer ni.mu.Unlock()
-	t := ni.ptAt(idx)
-	if t == nil {
-		return opErr(op, ArgInvalid, fmt.Errorf("index %d not allocated", idx))
+	p.ni.mu.Lock()
+	if p.ni.pts[p.idx] == p {
+		delete(p.ni.pts, p.idx)
 	}
-	if len(t.entries) > 0 {
-		return opErr(op, PTInUse, nil)
-	}
-	ni.pts[idx] = nil
+	p.ni.mu.Unlock()
 	return nil
 }
 
-// PTDisable stops delivery to the entry (PtlPTDisable): later messages are dropped,
-// and it returns once the messages already being processed on the entry have
-// completed and posted their events.
-func (ni *NI) PTDisable(idx PTIndex) error { return ni.setEnabled("PtlPTDisable", idx, false) }
-
-// PTEnable resumes delivery (PtlPTEnable), for example after flow control.
-func (ni *NI) PTEnable(idx PTIndex) error { return ni.setEnabled("PtlPTEnable", idx, true) }
-
-func (ni *NI) setEnabled(op string, idx PTIndex, on bool) error {
-	if err := ni.check(op); err != nil {
-		return err
+// Enable re-enables the entry (PtlPTEnable), after flow control disabled it.
+func (p *PT) Enable() error {
+	if p == nil {
+		return errNil("PtlPTEnable", "portal table entry")
 	}
-	ni.mu.Lock()
-	defer ni.mu.Unlock()
-	t := ni.ptAt(idx)
-	if t == nil {
-		return opErr(op, ArgInvalid, fmt.Errorf("index %d not allocated", idx))
-	}
-	t.enabled = on
-	if !on && !ni.waitEngine(func() bool { return t.active == 0 }) {
-		return opErr(op, ArgInvalid, fmt.Errorf("NI finalized while waiting for messages in process"))
-	}
-	return nil
+	return p.ni.n.PTEnable(nic.PTIndex(p.idx))
 }
 
-// releaseEntries drops the engine state of every entry (NI teardown).
-func (t *pt) releaseEntries() {
-	for h, e := range t.entries {
-		e.release()
-		delete(t.entries, h)
+// Disable disables the entry (PtlPTDisable): new messages are dropped; it returns
+// once the messages being processed are done.
+func (p *PT) Disable() error {
+	if p == nil {
+		return errNil("PtlPTDisable", "portal table entry")
 	}
+	return p.ni.n.PTDisable(nic.PTIndex(p.idx))
 }
