@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/goportals/goportals/eq"
-	"github.com/goportals/goportals/portals"
 	"github.com/goportals/goportals/me"
+	"github.com/goportals/goportals/portals"
 )
 
 // TestOneVocabulary checks that each concept is one type across portals, eq and me:

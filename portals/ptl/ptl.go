@@ -241,7 +241,9 @@ func CTCancelTriggered(c *portals.CT) error { return c.CancelTriggered() }
 func CTGet(c *portals.CT) (portals.CTEvent, error) { return c.Get() }
 
 // CTWait is PtlCTWait (CT.Wait with no deadline).
-func CTWait(c *portals.CT, test uint64) (portals.CTEvent, error) { return c.Wait(context.Background(), test) }
+func CTWait(c *portals.CT, test uint64) (portals.CTEvent, error) {
+	return c.Wait(context.Background(), test)
+}
 
 // CTPoll is PtlCTPoll (portals.PollCT) with a timeout in milliseconds.
 func CTPoll(cts []*portals.CT, tests []uint64, timeout uint32) (portals.CTEvent, int, error) {
