@@ -82,9 +82,12 @@ func openFrom(ctx context.Context, lookup func(string) (string, bool)) (Bootstra
 		}
 		return Dial(ctx, cfg)
 	}
-	if name, size, ok := foreignLauncher(lookup); ok {
-		return nil, opErr("open", -1, "", errDetail(ErrNotSupported,
-			"started by %s as one of %d ranks; its backend (PMI) is not implemented yet, use ptlrun", name, size))
+	if _, _, ok := foreignLauncher(lookup); ok {
+		b, err := openLauncher(ctx, lookup)
+		if err != nil {
+			return nil, opErr("open", -1, "", err)
+		}
+		return b, nil
 	}
 	return NewLone(), nil
 }

@@ -1,6 +1,8 @@
 package bootstrap
 
 import (
+	"context"
+	"net"
 	"strconv"
 	"strings"
 )
@@ -119,4 +121,72 @@ func foreignLauncher(lookup func(string) (string, bool)) (name string, size int,
 		}
 	}
 	return "", 0, false
+}
+
+// EnvPMIVersion forces the PMI version spoken over PMI_FD: "1" or "2". Without
+// it PMI-2 is used when the launcher set PMI_JOBID (Slurm's srun --mpi=pmi2
+// does, hydra does not), PMI-1 otherwise; PMI_PORT always means PMI-1.
+const EnvPMIVersion = "PTL_PMI_VERSION"
+
+// openLauncher opens the backend of the launcher that foreignLauncher found:
+// PMI over PMI_FD or PMI_PORT first, then the Slurm and Open MPI environments
+// with a rendezvous.
+func openLauncher(ctx context.Context, lookup func(string) (string, bool)) (Bootstrap, error) {
+	if _, ok := lookup("PMI_FD"); ok {
+		rank, err := lookupInt(lookup, "PMI_RANK")
+		if err != nil {
+			return nil, err
+		}
+		jobid, hasJob := lookup("PMI_JOBID")
+		version := "1"
+		if hasJob {
+			version = "2"
+		}
+		if v, ok := lookup(EnvPMIVersion); ok && v != "" {
+			version = v
+		}
+		if version != "1" && version != "2" {
+			return nil, errDetail(ErrBadEnv, "%s=%q is not 1 or 2", EnvPMIVersion, version)
+		}
+		size := 0
+		if version == "1" {
+			if size, err = lookupInt(lookup, "PMI_SIZE"); err != nil {
+				return nil, err
+			}
+		}
+		conn, err := pmiFDConn(lookup)
+		if err != nil {
+			return nil, err
+		}
+		if version == "2" {
+			return DialPMI2(ctx, conn, rank, jobid)
+		}
+		return DialPMI1(ctx, conn, -1, rank, size)
+	}
+	if port, ok := lookup("PMI_PORT"); ok {
+		id, err := lookupInt(lookup, "PMI_ID")
+		if err != nil {
+			return nil, err
+		}
+		if id < 0 {
+			return nil, errDetail(ErrBadEnv, "PMI_ID=%d is negative", id)
+		}
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", port)
+		if err != nil {
+			return nil, wrapErr(ErrLauncherLost, err)
+		}
+		return DialPMI1(ctx, conn, id, -1, -1)
+	}
+	var rv rendezvous
+	var err error
+	if _, ok := lookup("OMPI_COMM_WORLD_SIZE"); ok {
+		rv, err = ompiRendezvous(lookup)
+	} else {
+		rv, err = slurmRendezvous(lookup)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return openRendezvous(ctx, rv)
 }

@@ -1,0 +1,414 @@
+package bootstrap
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// pmiProto is one PMI wire version (PMI-1 or PMI-2) as the PMI backend drives
+// it. The backend serializes the calls; each is one request and its reply.
+// Keys and values passed in are already checked against limits and pmiText.
+type pmiProto interface {
+	// version returns 1 or 2.
+	version() int
+	// limits returns the longest native key and value, in bytes, that the
+	// launcher stores intact.
+	limits() (maxKey, maxVal int)
+	put(key, value string) error
+	// fence publishes the puts and waits for every rank.
+	fence() error
+	// barrier waits for every rank.
+	barrier() error
+	// get returns the value published under key, found false if none.
+	get(key string) (value string, found bool, err error)
+	finalize() error
+	// abort asks the launcher to end the job; it does not wait for an answer.
+	abort(code int, msg string) error
+}
+
+// pmiConn is the byte stream to the launcher's PMI server.
+type pmiConn struct {
+	c net.Conn
+	r *bufio.Reader
+}
+
+func newPMIConn(c net.Conn) *pmiConn { return &pmiConn{c: c, r: bufio.NewReaderSize(c, 4096)} }
+
+// write sends b whole.
+func (p *pmiConn) write(b []byte) error {
+	_, err := p.c.Write(b)
+	return err
+}
+
+// PMI is the Bootstrap of a process started by a PMI launcher: MPICH hydra
+// (mpiexec, PMI-1 over PMI_FD or, with -pmi-port, over PMI_PORT and PMI_ID, or
+// PMI-2 over PMI_FD) or Slurm (srun --mpi=pmi2, PMI-2 over PMI_FD).
+//
+// Key K of rank R is stored under the native key "R/K". Values are base64
+// (URL alphabet, no padding) and split into chunks that fit the launcher's
+// value limit: "R/K" holds "N:" and the first chunk, "R/K/i" chunk i of N.
+// Every native key and value is checked against the limits the launcher
+// reports before it is sent, because hydra ends the whole job on a malformed
+// request. Puts are kept in the process until Fence sends them.
+//
+// PMI cannot withdraw a request: a call whose context ends while its request
+// is in flight returns the context's error and leaves the backend unusable
+// (later calls fail with ErrClosed saying so).
+type PMI struct {
+	proto  pmiProto
+	conn   *pmiConn
+	rank   int
+	size   int
+	maxKey int
+	maxVal int
+
+	wire sync.Mutex // held for each exchange with the launcher
+
+	mu       sync.Mutex
+	pending  map[string][]byte
+	terminal error // set once closed, aborted, lost or desynchronized
+}
+
+// newPMI wraps an initialized protocol into the backend.
+func newPMI(proto pmiProto, conn *pmiConn, rank, size int) (*PMI, error) {
+	maxKey, maxVal := proto.limits()
+	if maxVal < 16 || maxKey < 8 {
+		return nil, errDetail(ErrNotSupported, "launcher limits keys to %d and values to %d bytes: too small to carry any value", maxKey, maxVal)
+	}
+	return &PMI{proto: proto, conn: conn, rank: rank, size: size, maxKey: maxKey, maxVal: maxVal, pending: map[string][]byte{}}, nil
+}
+
+// Rank returns this process's rank.
+func (p *PMI) Rank() int { return p.rank }
+
+// Size returns the job size.
+func (p *PMI) Size() int { return p.size }
+
+// Version returns the PMI version spoken with the launcher, 1 or 2.
+func (p *PMI) Version() int { return p.proto.version() }
+
+// nativeKey returns the native key of chunk i of key K of rank r.
+func nativeKey(r int, key string, chunk int) string {
+	if chunk == 0 {
+		return strconv.Itoa(r) + "/" + key
+	}
+	return strconv.Itoa(r) + "/" + key + "/" + strconv.Itoa(chunk)
+}
+
+// chunks splits the encoded value enc into native values under limit maxVal:
+// the first is "N:" plus the first piece.
+func chunks(enc string, maxVal int) []string {
+	for n := 1; ; n++ {
+		first := maxVal - len(strconv.Itoa(n)) - 1
+		if first+(n-1)*maxVal < len(enc) {
+			continue
+		}
+		out := make([]string, n)
+		k := min(first, len(enc))
+		out[0] = strconv.Itoa(n) + ":" + enc[:k]
+		enc = enc[k:]
+		for i := 1; i < n; i++ {
+			k = min(maxVal, len(enc))
+			out[i] = enc[:k]
+			enc = enc[k:]
+		}
+		return out
+	}
+}
+
+// checkNative checks that a value of n bytes under key fits the launcher's
+// limits once encoded and chunked.
+func (p *PMI) checkNative(key string, n int) error {
+	c := chunks(strings.Repeat("A", base64.RawURLEncoding.EncodedLen(n)), p.maxVal)
+	if k := nativeKey(p.size-1, key, len(c)-1); len(k) > p.maxKey {
+		return errDetail(ErrInvalidKey, "native PMI key %q (%d bytes) exceeds the launcher's limit of %d", clip(k), len(k), p.maxKey)
+	}
+	return nil
+}
+
+// Put records value under key until the next Fence.
+func (p *PMI) Put(key string, value []byte) error {
+	if err := checkPut(key, value); err != nil {
+		return opErr("put", p.rank, key, err)
+	}
+	if err := p.checkNative(key, len(value)); err != nil {
+		return opErr("put", p.rank, key, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.terminal != nil {
+		return opErr("put", p.rank, key, p.terminal)
+	}
+	p.pending[key] = append([]byte(nil), value...)
+	return nil
+}
+
+// exchange runs fn under the wire lock with ctx bounding its I/O. An I/O
+// failure or a reply out of step ends the backend: the stream can no longer
+// be trusted.
+func (p *PMI) exchange(ctx context.Context, fn func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.wire.Lock()
+	defer p.wire.Unlock()
+	p.mu.Lock()
+	term := p.terminal
+	p.mu.Unlock()
+	if term != nil {
+		return term
+	}
+	stop := context.AfterFunc(ctx, func() { p.conn.c.SetDeadline(time.Unix(1, 0)) })
+	err := fn()
+	stopped := stop()
+	if !stopped || ctx.Err() != nil {
+		// The deadline may have been set: clear it, and if the exchange did not
+		// complete, the stream is out of step for good.
+		p.conn.c.SetDeadline(time.Time{})
+		if err != nil {
+			p.fail(errDetail(ErrClosed, "an earlier PMI request was interrupted by its context (%v); PMI cannot withdraw a request, so this connection is unusable", ctx.Err()))
+			return ctx.Err()
+		}
+	}
+	if err != nil && !isReplyErr(err) {
+		var d *detail
+		if !errors.As(err, &d) {
+			err = wrapErr(ErrLauncherLost, err)
+		}
+		p.fail(err)
+	}
+	return err
+}
+
+// replyErr marks a well-formed reply that reports a failure: the stream is
+// still in step.
+type replyError struct{ error }
+
+func (e replyError) Unwrap() error { return e.error }
+
+func isReplyErr(err error) bool {
+	var r replyError
+	return errors.As(err, &r)
+}
+
+// fail records the first terminal error.
+func (p *PMI) fail(err error) {
+	p.mu.Lock()
+	if p.terminal == nil {
+		p.terminal = err
+	}
+	p.mu.Unlock()
+}
+
+// Fence sends the pending puts to the launcher and waits for every rank.
+func (p *PMI) Fence(ctx context.Context) error {
+	p.mu.Lock()
+	pending := p.pending
+	p.pending = map[string][]byte{}
+	p.mu.Unlock()
+	keys := make([]string, 0, len(pending))
+	for k := range pending {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	err := p.exchange(ctx, func() error {
+		for _, k := range keys {
+			enc := base64.RawURLEncoding.EncodeToString(pending[k])
+			for i, c := range chunks(enc, p.maxVal) {
+				if err := p.proto.put(nativeKey(p.rank, k, i), c); err != nil {
+					return err
+				}
+			}
+		}
+		return p.proto.fence()
+	})
+	return opErr("fence", -1, "", err)
+}
+
+// Barrier waits for every rank.
+func (p *PMI) Barrier(ctx context.Context) error {
+	return opErr("barrier", -1, "", p.exchange(ctx, p.proto.barrier))
+}
+
+// maxChunks is the most chunks a value of MaxValueLen bytes takes under limit maxVal.
+func maxChunks(maxVal int) int {
+	return len(chunks(strings.Repeat("A", base64.RawURLEncoding.EncodedLen(MaxValueLen)), maxVal))
+}
+
+// Get returns the value rank published under key.
+func (p *PMI) Get(ctx context.Context, rank int, key string) ([]byte, error) {
+	if err := checkKey(key); err != nil {
+		return nil, opErr("get", rank, key, err)
+	}
+	if rank < 0 || rank >= p.size {
+		return nil, opErr("get", rank, key, errDetail(ErrBadRank, "rank %d of a job of %d", rank, p.size))
+	}
+	if err := p.checkNative(key, 0); err != nil {
+		return nil, opErr("get", rank, key, err)
+	}
+	var out []byte
+	err := p.exchange(ctx, func() error {
+		first, found, err := p.proto.get(nativeKey(rank, key, 0))
+		if err != nil {
+			return err
+		}
+		if !found {
+			return replyError{ErrNotFound}
+		}
+		ns, rest, ok := strings.Cut(first, ":")
+		n, err := strconv.Atoi(ns)
+		if !ok || err != nil || n < 1 || n > maxChunks(p.maxVal) {
+			return replyError{errDetail(ErrProtocol, "value of native key %q does not start with a chunk count: %q", nativeKey(rank, key, 0), clip(first))}
+		}
+		var enc strings.Builder
+		enc.WriteString(rest)
+		for i := 1; i < n; i++ {
+			c, found, err := p.proto.get(nativeKey(rank, key, i))
+			if err != nil {
+				return err
+			}
+			if !found {
+				return replyError{errDetail(ErrProtocol, "chunk %d of %d of native key %q is missing", i, n, nativeKey(rank, key, 0))}
+			}
+			enc.WriteString(c)
+		}
+		v, err := base64.RawURLEncoding.DecodeString(enc.String())
+		if err != nil || len(v) > MaxValueLen {
+			return replyError{errDetail(ErrProtocol, "value of native key %q is not a valid encoded value", nativeKey(rank, key, 0))}
+		}
+		out = v
+		return nil
+	})
+	if err != nil {
+		return nil, opErr("get", rank, key, err)
+	}
+	return out, nil
+}
+
+// Abort asks the launcher to end the job. The message also goes to standard
+// error, since PMI-1 carries no message.
+func (p *PMI) Abort(code int, msg string) error {
+	if len(msg) > maxMessage {
+		msg = msg[:maxMessage]
+	}
+	fmt.Fprintf(os.Stderr, "goportals: rank %d aborts the job (code %d): %s\n", p.rank, code, msg)
+	ctx, cancel := context.WithTimeout(context.Background(), cancelGrace)
+	defer cancel()
+	err := p.exchange(ctx, func() error { return p.proto.abort(code, msg) })
+	p.fail(ErrAborted)
+	p.conn.c.Close()
+	return opErr("abort", -1, "", err)
+}
+
+// Close finalizes the PMI connection and closes it. Close is idempotent.
+func (p *PMI) Close() error {
+	p.mu.Lock()
+	if p.terminal != nil && (errors.Is(p.terminal, ErrAborted) || p.terminal == ErrClosed) {
+		p.mu.Unlock()
+		return nil
+	}
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), cancelGrace)
+	defer cancel()
+	err := p.exchange(ctx, p.proto.finalize)
+	p.mu.Lock()
+	if p.terminal != nil {
+		err = nil // already broken: nothing left to finalize
+	}
+	p.terminal = ErrClosed
+	p.mu.Unlock()
+	p.conn.c.Close()
+	return opErr("close", -1, "", err)
+}
+
+// expect1 reads a PMI-1 line and checks that its cmd is cmd.
+func (p *pmiConn) expect1(cmd string) (pmiMsg, error) {
+	m, err := readPMI1(p.r)
+	return expect(m, err, cmd)
+}
+
+// expect2 reads a PMI-2 message and checks that its cmd is cmd.
+func (p *pmiConn) expect2(cmd string) (pmiMsg, error) {
+	m, err := readPMI2(p.r)
+	return expect(m, err, cmd)
+}
+
+// expect checks a reply's cmd.
+func expect(m pmiMsg, err error, cmd string) (pmiMsg, error) {
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return pmiMsg{}, err
+	}
+	if m.cmd != cmd {
+		return pmiMsg{}, errDetail(ErrProtocol, "expected a %s reply, got %v", cmd, m)
+	}
+	return m, nil
+}
+
+// checkRC turns a reply whose rc is not 0 into an error that leaves the
+// stream usable.
+func checkRC(m pmiMsg, what string) error {
+	rc, ok := m.get("rc")
+	if !ok || rc == "0" {
+		return nil
+	}
+	msg, _ := m.get("msg")
+	return replyError{errDetail(ErrProtocol, "launcher refused %s: rc=%s %s", what, rc, msg)}
+}
+
+// lookupInt reads a decimal environment variable.
+func lookupInt(lookup func(string) (string, bool), name string) (int, error) {
+	v, ok := lookup(name)
+	if !ok {
+		return 0, errDetail(ErrBadEnv, "%s is not set", name)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return 0, errDetail(ErrBadEnv, "%s=%q is not a decimal number", name, v)
+	}
+	return n, nil
+}
+
+// pmiFDConn turns the inherited PMI_FD descriptor into a connection.
+func pmiFDConn(lookup func(string) (string, bool)) (net.Conn, error) {
+	fd, err := lookupInt(lookup, "PMI_FD")
+	if err != nil {
+		return nil, err
+	}
+	if fd < 0 {
+		return nil, errDetail(ErrBadEnv, "PMI_FD=%d is negative", fd)
+	}
+	return fdConn(fd)
+}
+
+// handshakeCtx runs fn with ctx bounding the connection's I/O.
+func handshakeCtx(ctx context.Context, c net.Conn, fn func() error) error {
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+	err := fn()
+	if !stop() || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	c.SetDeadline(time.Time{})
+	if err != nil {
+		var d *detail
+		if !errors.As(err, &d) {
+			err = wrapErr(ErrLauncherLost, err)
+		}
+	}
+	return err
+}
