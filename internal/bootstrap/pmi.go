@@ -55,9 +55,12 @@ func (p *pmiConn) write(b []byte) error {
 // (mpiexec, PMI-1 over PMI_FD or, with -pmi-port, over PMI_PORT and PMI_ID, or
 // PMI-2 over PMI_FD) or Slurm (srun --mpi=pmi2, PMI-2 over PMI_FD).
 //
-// Key K of rank R is stored under the native key "R/K". Values are base64
-// (URL alphabet, no padding) and split into chunks that fit the launcher's
-// value limit: "R/K" holds "N:" and the first chunk, "R/K/i" chunk i of N.
+// Key K put by rank R before the E-th Fence is stored under the native key
+// "R/E/K": a launcher need never replace a value (hydra's PMI-2 server keeps
+// the first value put under a key, measured with hydra 4.0.2), and Get looks
+// for the newest epoch holding the key. Values are base64 (URL alphabet, no
+// padding) split into chunks that fit the launcher's value limit: "R/E/K"
+// holds "N:" and the first chunk, "R/E/K/i" chunk i of N.
 // Every native key and value is checked against the limits the launcher
 // reports before it is sent, because hydra ends the whole job on a malformed
 // request. Puts are kept in the process until Fence sends them.
@@ -77,8 +80,20 @@ type PMI struct {
 
 	mu       sync.Mutex
 	pending  map[string][]byte
-	terminal error // set once closed, aborted, lost or desynchronized
+	epoch    int                 // completed Fences
+	hints    map[rankKey]keyHint // what earlier Gets learned
+	terminal error               // set once closed, aborted, lost or desynchronized
 }
+
+// rankKey names a key of a rank.
+type rankKey struct {
+	rank int
+	key  string
+}
+
+// keyHint records, for a key of a rank, the newest epoch known to hold it (0
+// if none) and the epoch through which that is known.
+type keyHint struct{ found, checked int }
 
 // newPMI wraps an initialized protocol into the backend.
 func newPMI(proto pmiProto, conn *pmiConn, rank, size int) (*PMI, error) {
@@ -86,7 +101,7 @@ func newPMI(proto pmiProto, conn *pmiConn, rank, size int) (*PMI, error) {
 	if maxVal < 16 || maxKey < 8 {
 		return nil, errDetail(ErrNotSupported, "launcher limits keys to %d and values to %d bytes: too small to carry any value", maxKey, maxVal)
 	}
-	return &PMI{proto: proto, conn: conn, rank: rank, size: size, maxKey: maxKey, maxVal: maxVal, pending: map[string][]byte{}}, nil
+	return &PMI{proto: proto, conn: conn, rank: rank, size: size, maxKey: maxKey, maxVal: maxVal, pending: map[string][]byte{}, hints: map[rankKey]keyHint{}}, nil
 }
 
 // Rank returns this process's rank.
@@ -98,12 +113,13 @@ func (p *PMI) Size() int { return p.size }
 // Version returns the PMI version spoken with the launcher, 1 or 2.
 func (p *PMI) Version() int { return p.proto.version() }
 
-// nativeKey returns the native key of chunk i of key K of rank r.
-func nativeKey(r int, key string, chunk int) string {
+// nativeKey returns the native key of chunk i of key K of rank r put in epoch e.
+func nativeKey(r, e int, key string, chunk int) string {
+	k := strconv.Itoa(r) + "/" + strconv.Itoa(e) + "/" + key
 	if chunk == 0 {
-		return strconv.Itoa(r) + "/" + key
+		return k
 	}
-	return strconv.Itoa(r) + "/" + key + "/" + strconv.Itoa(chunk)
+	return k + "/" + strconv.Itoa(chunk)
 }
 
 // chunks splits the encoded value enc into native values under limit maxVal:
@@ -131,7 +147,10 @@ func chunks(enc string, maxVal int) []string {
 // limits once encoded and chunked.
 func (p *PMI) checkNative(key string, n int) error {
 	c := chunks(strings.Repeat("A", base64.RawURLEncoding.EncodedLen(n)), p.maxVal)
-	if k := nativeKey(p.size-1, key, len(c)-1); len(k) > p.maxKey {
+	p.mu.Lock()
+	e := p.epoch + 1
+	p.mu.Unlock()
+	if k := nativeKey(p.size-1, e, key, len(c)-1); len(k) > p.maxKey {
 		return errDetail(ErrInvalidKey, "native PMI key %q (%d bytes) exceeds the launcher's limit of %d", clip(k), len(k), p.maxKey)
 	}
 	return nil
@@ -223,15 +242,30 @@ func (p *PMI) Fence(ctx context.Context) error {
 	}
 	slices.Sort(keys)
 	err := p.exchange(ctx, func() error {
+		p.mu.Lock()
+		e := p.epoch + 1
+		p.mu.Unlock()
 		for _, k := range keys {
 			enc := base64.RawURLEncoding.EncodeToString(pending[k])
 			for i, c := range chunks(enc, p.maxVal) {
-				if err := p.proto.put(nativeKey(p.rank, k, i), c); err != nil {
+				nk := nativeKey(p.rank, e, k, i)
+				if len(nk) > p.maxKey || len(c) > p.maxVal {
+					// Put checked this with the epoch then current; a launcher
+					// must never see an oversized request.
+					return replyError{errDetail(ErrInvalidKey, "native PMI key %q no longer fits the launcher's limit of %d", clip(nk), p.maxKey)}
+				}
+				if err := p.proto.put(nk, c); err != nil {
 					return err
 				}
 			}
 		}
-		return p.proto.fence()
+		if err := p.proto.fence(); err != nil {
+			return err
+		}
+		p.mu.Lock()
+		p.epoch = e
+		p.mu.Unlock()
+		return nil
 	})
 	return opErr("fence", -1, "", err)
 }
@@ -259,41 +293,74 @@ func (p *PMI) Get(ctx context.Context, rank int, key string) ([]byte, error) {
 	}
 	var out []byte
 	err := p.exchange(ctx, func() error {
-		first, found, err := p.proto.get(nativeKey(rank, key, 0))
-		if err != nil {
-			return err
-		}
-		if !found {
-			return replyError{ErrNotFound}
-		}
-		ns, rest, ok := strings.Cut(first, ":")
-		n, err := strconv.Atoi(ns)
-		if !ok || err != nil || n < 1 || n > maxChunks(p.maxVal) {
-			return replyError{errDetail(ErrProtocol, "value of native key %q does not start with a chunk count: %q", nativeKey(rank, key, 0), clip(first))}
-		}
-		var enc strings.Builder
-		enc.WriteString(rest)
-		for i := 1; i < n; i++ {
-			c, found, err := p.proto.get(nativeKey(rank, key, i))
+		rk := rankKey{rank, key}
+		p.mu.Lock()
+		h, epoch := p.hints[rk], p.epoch
+		p.mu.Unlock()
+		for e := epoch; e > h.checked; e-- {
+			if len(nativeKey(rank, e, key, 0)) > p.maxKey {
+				continue // no rank could have put it so
+			}
+			v, found, err := p.getEpoch(rank, e, key)
 			if err != nil {
 				return err
 			}
-			if !found {
-				return replyError{errDetail(ErrProtocol, "chunk %d of %d of native key %q is missing", i, n, nativeKey(rank, key, 0))}
+			if found {
+				out = v
+				p.mu.Lock()
+				p.hints[rk] = keyHint{found: e, checked: epoch}
+				p.mu.Unlock()
+				return nil
 			}
-			enc.WriteString(c)
 		}
-		v, err := base64.RawURLEncoding.DecodeString(enc.String())
-		if err != nil || len(v) > MaxValueLen {
-			return replyError{errDetail(ErrProtocol, "value of native key %q is not a valid encoded value", nativeKey(rank, key, 0))}
+		p.mu.Lock()
+		p.hints[rk] = keyHint{found: h.found, checked: epoch}
+		p.mu.Unlock()
+		if h.found == 0 {
+			return replyError{ErrNotFound}
+		}
+		v, found, err := p.getEpoch(rank, h.found, key)
+		if err == nil && !found {
+			err = replyError{errDetail(ErrProtocol, "native key %q vanished from the launcher", nativeKey(rank, h.found, key, 0))}
 		}
 		out = v
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, opErr("get", rank, key, err)
 	}
 	return out, nil
+}
+
+// getEpoch reads and decodes the value of key that rank put in epoch e.
+func (p *PMI) getEpoch(rank, e int, key string) ([]byte, bool, error) {
+	nk := nativeKey(rank, e, key, 0)
+	first, found, err := p.proto.get(nk)
+	if err != nil || !found {
+		return nil, false, err
+	}
+	ns, rest, ok := strings.Cut(first, ":")
+	n, err := strconv.Atoi(ns)
+	if !ok || err != nil || n < 1 || n > maxChunks(p.maxVal) {
+		return nil, false, replyError{errDetail(ErrProtocol, "value of native key %q does not start with a chunk count: %q", nk, clip(first))}
+	}
+	var enc strings.Builder
+	enc.WriteString(rest)
+	for i := 1; i < n; i++ {
+		c, found, err := p.proto.get(nativeKey(rank, e, key, i))
+		if err != nil {
+			return nil, false, err
+		}
+		if !found {
+			return nil, false, replyError{errDetail(ErrProtocol, "chunk %d of %d of native key %q is missing", i, n, nk)}
+		}
+		enc.WriteString(c)
+	}
+	v, err := base64.RawURLEncoding.DecodeString(enc.String())
+	if err != nil || len(v) > MaxValueLen {
+		return nil, false, replyError{errDetail(ErrProtocol, "value of native key %q is not a valid encoded value", nk)}
+	}
+	return v, true, nil
 }
 
 // Abort asks the launcher to end the job. The message also goes to standard
