@@ -3,6 +3,7 @@ package bootstrap
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -42,10 +43,8 @@ func helperValue(r, round int, k string) []byte {
 	return v
 }
 
-// runExchangeHelper is one rank: two rounds of put, fence and get of every
-// rank's values (the second replaces the first), then a barrier. It prints
-// "rank R of N ok BACKEND" and exits 0 only if every value read back is the
-// one its rank put.
+// runExchangeHelper is one rank of a launcher test: it runs exchangeRounds,
+// prints "rank R of N ok BACKEND" and exits 0 only if that succeeded.
 func runExchangeHelper(mode string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -54,48 +53,59 @@ func runExchangeHelper(mode string) int {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		return 10
 	}
-	r, n := b.Rank(), b.Size()
-	fail := func(code int, format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "rank %d: %s\n", r, fmt.Sprintf(format, args...))
-		return code
+	if err := exchangeRounds(ctx, b); err != nil {
+		fmt.Fprintf(os.Stderr, "rank %d: %v\n", b.Rank(), err)
+		return 11
 	}
+	fmt.Printf("rank %d of %d ok %s\n", b.Rank(), b.Size(), backendName(b))
+	if err := b.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "rank %d: close: %v\n", b.Rank(), err)
+		return 12
+	}
+	return 0
+}
+
+// backendName names b's backend: pmi1, pmi2 or its Go type.
+func backendName(b Bootstrap) string {
+	if p, ok := b.(*PMI); ok {
+		return fmt.Sprintf("pmi%d", p.Version())
+	}
+	return fmt.Sprintf("%T", b)
+}
+
+// exchangeRounds runs two rounds of put, fence and get of every rank's values
+// (the second replaces the first), a get of a key never put, then a barrier,
+// and fails unless every value read back is the one its rank put.
+func exchangeRounds(ctx context.Context, b Bootstrap) error {
+	r, n := b.Rank(), b.Size()
 	for round := range 2 {
 		for _, k := range []string{"addr", "big"} {
 			if err := b.Put(k, helperValue(r, round, k)); err != nil {
-				return fail(11, "put: %v", err)
+				return fmt.Errorf("put: %w", err)
 			}
 		}
 		if err := b.Fence(ctx); err != nil {
-			return fail(12, "fence: %v", err)
+			return fmt.Errorf("fence: %w", err)
 		}
 		for q := range n {
 			for _, k := range []string{"addr", "big"} {
 				v, err := b.Get(ctx, q, k)
 				if err != nil {
-					return fail(13, "get %d %s: %v", q, k, err)
+					return fmt.Errorf("round %d: get %d %s: %w", round, q, k, err)
 				}
-				if !bytes.Equal(v, helperValue(q, round, k)) {
-					return fail(14, "round %d: rank %d's %s is %d bytes %q..., want %d bytes", round, q, k, len(v), clip(string(v)), len(helperValue(q, round, k)))
+				if want := helperValue(q, round, k); !bytes.Equal(v, want) {
+					return fmt.Errorf("round %d: rank %d's %s is %d bytes %q..., want %d bytes", round, q, k, len(v), clip(string(v)), len(want))
 				}
 			}
 		}
 	}
-	if _, err := b.Get(ctx, (r+1)%n, "never-put"); err == nil {
-		return fail(15, "get of a key never put succeeded")
+	if _, err := b.Get(ctx, (r+1)%n, "never-put"); !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("get of a key never put: %v, want ErrNotFound", err)
 	}
 	if err := b.Barrier(ctx); err != nil {
-		return fail(16, "barrier: %v", err)
+		return fmt.Errorf("barrier: %w", err)
 	}
-	backend := fmt.Sprintf("%T", b)
-	if p, ok := b.(*PMI); ok {
-		backend = fmt.Sprintf("pmi%d", p.Version())
-	}
-	fmt.Printf("rank %d of %d ok %s\n", r, n, backend)
-	if err := b.Close(); err != nil {
-		fmt.Fprintf(os.Stderr, "rank %d: close: %v\n", r, err)
-		return 17
-	}
-	return 0
+	return nil
 }
 
 // runLauncher runs a launcher command whose ranks are this test binary in
