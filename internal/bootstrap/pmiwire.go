@@ -70,9 +70,11 @@ func sortedFields(f map[string]string) []string {
 // parsePMI1 parses one PMI-1 line (without its newline). The first field must
 // be cmd; a field may not appear twice.
 func parsePMI1(line string) (pmiMsg, error) {
-	line = strings.TrimRight(line, "\r")
-	if strings.IndexByte(line, 0) >= 0 {
-		return pmiMsg{}, errDetail(ErrProtocol, "PMI-1 line holds a NUL byte")
+	line = strings.TrimSuffix(line, "\r")
+	for i := 0; i < len(line); i++ {
+		if line[i] < ' ' || line[i] == 0x7f {
+			return pmiMsg{}, errDetail(ErrProtocol, "PMI-1 line %q holds the control byte %#x", clip(line), line[i])
+		}
 	}
 	m := pmiMsg{fields: map[string]string{}}
 	last := ""
@@ -189,7 +191,7 @@ func parsePMI2(body string) (pmiMsg, error) {
 func formatPMI2(cmd string, kv ...string) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString("      cmd=")
-	b.WriteString(cmd)
+	b.WriteString(strings.ReplaceAll(cmd, ";", ";;"))
 	b.WriteByte(';')
 	for i := 0; i+1 < len(kv); i += 2 {
 		b.WriteString(kv[i])

@@ -179,35 +179,38 @@ func jobKey(lookup func(string) (string, bool), id string) string {
 }
 
 // firstHost returns the first host name of a Slurm host list such as
-// "node[01-04,07],login1" (node01).
+// "node[01-04,07],login1" (node01) or "r[1-2]-n[3-4]" (r1-n3).
 func firstHost(list string) (string, error) {
 	bad := errDetail(ErrBadEnv, "Slurm node list %q has no first host", list)
-	head := list
-	if i := strings.IndexAny(list, ",["); i >= 0 && list[i] == ',' {
-		head = list[:i]
-	}
-	open := strings.IndexByte(head, '[')
-	if open < 0 {
-		if head == "" {
+	var b strings.Builder
+	for i := 0; i < len(list); i++ {
+		c := list[i]
+		switch c {
+		case ',':
+			i = len(list) // end of the first host
+			continue
+		case '[':
+			end := strings.IndexByte(list[i:], ']')
+			if end < 0 || b.Len() == 0 {
+				return "", bad
+			}
+			first, _, _ := strings.Cut(list[i+1:i+end], ",")
+			first, _, _ = strings.Cut(first, "-")
+			if first == "" {
+				return "", bad
+			}
+			b.WriteString(first)
+			i += end
+			continue
+		case ']':
 			return "", bad
 		}
-		return head, nil
+		b.WriteByte(c)
 	}
-	end := strings.IndexByte(head[open:], ']')
-	if end < 0 || open == 0 {
+	if b.Len() == 0 {
 		return "", bad
 	}
-	inner := head[open+1 : open+end]
-	first, _, _ := strings.Cut(inner, ",")
-	first, _, _ = strings.Cut(first, "-")
-	if first == "" {
-		return "", bad
-	}
-	suffix := head[open+end+1:]
-	if i := strings.IndexByte(suffix, ','); i >= 0 {
-		suffix = suffix[:i]
-	}
-	return head[:open] + first + suffix, nil
+	return b.String(), nil
 }
 
 // Rendezvous is the Bootstrap of a rank of a job that its launcher (Slurm's
