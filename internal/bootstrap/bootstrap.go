@@ -9,8 +9,8 @@ import (
 // of the bytes 'A'-'Z', 'a'-'z', '0'-'9', '_', '-', '.', ':' only. The limit and
 // the set are the common ground of every planned backend: PMI-1 and PMI-2 keys are
 // at most 64 characters and may not hold '=', ';', ' ' or '/', so a PMI backend
-// can store key K of rank R as the native key "R/K" (plus a chunk suffix for long
-// values) without ever exceeding its native limit.
+// can store key K of rank R as the native key "R/E/K" (E: the fence epoch; plus
+// a chunk suffix for long values) within its native limit (PMI checks it).
 const MaxKeyLen = 40
 
 // MaxValueLen is the longest value, in bytes, that Put accepts. Values are
@@ -65,10 +65,10 @@ type Bootstrap interface {
 
 // Open returns the Bootstrap of this process, chosen from the environment: the
 // ptlrun backend when PTL_BOOTSTRAP_ADDR is set (see the package documentation
-// for its variables); otherwise, if another launcher (PMI, Open MPI, Slurm) has
-// started this process as one of several ranks, an error matching
-// ErrNotSupported; otherwise a lone process, rank 0 of 1, whose store is in
-// memory. The context bounds connecting to the launcher.
+// for its variables); otherwise, if another launcher has started this process
+// as one of several ranks, PMI (PMI_FD or PMI_PORT) or a rendezvous of the
+// ranks of an Open MPI or Slurm job; otherwise a lone process, rank 0 of 1,
+// whose store is in memory. The context bounds connecting to the launcher.
 func Open(ctx context.Context) (Bootstrap, error) {
 	return openFrom(ctx, os.LookupEnv)
 }

@@ -1,6 +1,6 @@
 // Package bootstrap gives a process its rank, the job size, a key-value exchange and a
-// barrier: from the goportals launcher (cmd/ptlrun), and later from PMI-1/PMI-2 or the
-// environment. A lone process is rank 0 of 1.
+// barrier: from the goportals launcher (cmd/ptlrun), from a PMI launcher (MPICH hydra,
+// Slurm), or from the environment of Slurm or Open MPI. A lone process is rank 0 of 1.
 //
 // # Use
 //
@@ -10,18 +10,32 @@
 //	err = b.Fence(ctx)                  // publish all puts; wait for every rank
 //	peer, err := b.Get(ctx, r, "addr")  // what rank r published
 //
-// The Bootstrap interface is modelled on PMI (put / fence / get by rank and key), so a
-// PMI backend maps key K of rank R to the native key "R/K". Keys are at most MaxKeyLen
+// The Bootstrap interface is modelled on PMI (put / fence / get by rank and key), so the
+// PMI backend maps key K of rank R, put before the E-th fence, to the native key "R/E/K". Keys are at most MaxKeyLen
 // (40) bytes of [A-Za-z0-9_.:-]; values at most MaxValueLen (64 KiB) of any bytes.
 // Errors match the sentinels of errors.go with errors.Is; every blocking call takes a
 // context.
 //
 // # Backends
 //
-// Open chooses, in order: the ptlrun backend when PTL_BOOTSTRAP_ADDR is set; an error
-// matching ErrNotSupported when another launcher (PMI_FD / PMI_PORT, Open MPI, Slurm)
-// started the process as one of several ranks, since those backends are not written
-// yet; otherwise a lone process (Lone), rank 0 of 1 with an in-memory store.
+// Open chooses, in order:
+//
+//   - ptlrun, when PTL_BOOTSTRAP_ADDR is set (see below);
+//   - PMI (type PMI) when PMI_FD or PMI_PORT is set and the job has more than one rank:
+//     PMI-1 over PMI_FD (hydra's mpiexec), PMI-1 over PMI_PORT and PMI_ID (mpiexec
+//     -pmi-port), PMI-2 over PMI_FD when the launcher set PMI_JOBID (Slurm's srun
+//     --mpi=pmi2) or PTL_PMI_VERSION=2. Every native key and value is checked
+//     against the limits the launcher reports before it is sent (hydra ends the
+//     job on a malformed request), and values are base64 text, so any bytes travel;
+//   - a rendezvous (type Rendezvous) when Open MPI (OMPI_COMM_WORLD_RANK/SIZE) or
+//     Slurm (SLURM_PROCID, SLURM_NTASKS) started several ranks without PMI: rank 0
+//     serves the ptlrun protocol in-process, on a local socket named after the job
+//     when all ranks share a node, else over TCP (PTL_RENDEZVOUS, or the first node
+//     and reserved port of the Slurm step);
+//   - otherwise a lone process (Lone), rank 0 of 1 with an in-memory store.
+//
+// A launcher that misbehaves (closes the connection, answers out of step, sends
+// malformed or oversized replies) gives typed errors, never a panic.
 //
 // # The ptlrun backend
 //

@@ -10,7 +10,7 @@ import (
 // matches one of them with errors.Is (and context errors where a context ended).
 var (
 	// ErrNotSupported: the environment asks for a backend or feature that this
-	// build does not implement (for example a PMI launcher).
+	// build does not implement (for example PMI_FD outside Linux).
 	ErrNotSupported = ptlerr.ErrNotSupported
 	// ErrBadEnv: the launcher's environment variables are missing or malformed.
 	ErrBadEnv = errors.New("bootstrap: bad launcher environment")

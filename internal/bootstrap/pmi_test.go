@@ -335,8 +335,9 @@ func socketpairFD(t *testing.T, f *fakePMI, rank int) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := net.FileConn(os.NewFile(uintptr(fds[1]), "fake"))
-	syscall.Close(fds[1])
+	file := os.NewFile(uintptr(fds[1]), "fake") // owns fds[1] from here on
+	srv, err := net.FileConn(file)
+	file.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
