@@ -53,6 +53,19 @@ func runExchangeHelper(mode string) int {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		return 10
 	}
+	if mode == "abort" {
+		// The last rank aborts; the others wait in a barrier that only the
+		// launcher's teardown ends.
+		if b.Rank() == b.Size()-1 {
+			fmt.Printf("rank %d aborts\n", b.Rank())
+			b.Abort(7, "launcher test aborts on purpose")
+			time.Sleep(time.Minute)
+			return 0
+		}
+		err := b.Barrier(ctx)
+		fmt.Fprintf(os.Stderr, "rank %d: barrier returned %v\n", b.Rank(), err)
+		return 13
+	}
 	if err := exchangeRounds(ctx, b); err != nil {
 		fmt.Fprintf(os.Stderr, "rank %d: %v\n", b.Rank(), err)
 		return 11
@@ -135,6 +148,30 @@ func runLauncher(t *testing.T, env []string, n int, backend string, name string,
 	}
 }
 
+// runAbort runs a job whose last rank aborts and checks that the launcher
+// ends the whole job, well before the ranks' own timeouts, in the way want
+// describes (launchers kill ranks at once, so their output may be lost).
+func runAbort(t *testing.T, env []string, want func(code int, out []byte) bool, name string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 45*time.Second)
+	defer cancel()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, name, append(args, self)...)
+	cmd.Env = append(append(os.Environ(), pmiHelperEnv+"=abort"), env...)
+	out, _ := cmd.CombinedOutput()
+	code := cmd.ProcessState.ExitCode()
+	t.Logf("%s %s: exit code %d\n%s", name, strings.Join(args, " "), code, out)
+	if ctx.Err() != nil {
+		t.Fatalf("the job outlived the abort: %v", ctx.Err())
+	}
+	if !want(code, out) {
+		t.Fatal("the launcher did not end the job as an abort")
+	}
+}
+
 // needHydra skips the test when MPICH's hydra is missing.
 func needHydra(t *testing.T) string {
 	p, err := exec.LookPath("mpiexec.hydra")
@@ -157,6 +194,21 @@ func TestHydraPMI1Port(t *testing.T) {
 func TestHydraPMI2(t *testing.T) {
 	hydra := needHydra(t)
 	runLauncher(t, []string{EnvPMIVersion + "=2"}, 2, "pmi2", hydra, "-n", "2")
+}
+
+func TestHydraAbort(t *testing.T) {
+	hydra := needHydra(t)
+	t.Run("pmi1", func(t *testing.T) {
+		// hydra exits with the code the rank gave to abort.
+		runAbort(t, nil, func(code int, _ []byte) bool { return code == 7 }, hydra, "-n", "2")
+	})
+	t.Run("pmi2", func(t *testing.T) {
+		// hydra 4.0's server does not know PMI-2's abort command (MPICH's own
+		// PMI-2 client sends the same): it says so and ends the job all the same.
+		runAbort(t, []string{EnvPMIVersion + "=2"}, func(code int, out []byte) bool {
+			return code != 0 && bytes.Contains(out, []byte("Unrecognized PMI command: abort"))
+		}, hydra, "-n", "2")
+	})
 }
 
 // slurmCluster starts a one-node Slurm cluster for the test and returns the
@@ -196,6 +248,11 @@ func TestSlurm(t *testing.T) {
 	})
 	t.Run("env", func(t *testing.T) {
 		runLauncher(t, []string{conf}, 2, "*bootstrap.Rendezvous", "srun", "--mpi=none", "-n", "2", "--overcommit")
+	})
+	t.Run("abort", func(t *testing.T) {
+		runAbort(t, []string{conf}, func(code int, out []byte) bool {
+			return code != 0 && bytes.Contains(out, []byte("CANCELLED"))
+		}, "srun", "--mpi=pmi2", "-n", "2", "--overcommit")
 	})
 }
 

@@ -4,13 +4,22 @@ import (
 	"context"
 	"net"
 	"strconv"
+	"time"
 )
 
 // pmi2 speaks PMI-2 over an inherited descriptor: a PMI-1 style init line
 // asking for version 2, then length-prefixed "cmd=...;key=value;" messages.
 type pmi2 struct {
-	c     *pmiConn
-	jobid string
+	c          *pmiConn
+	jobid      string
+	rank, size int
+	// checkFence makes fence wait, after kvs-fence, until every rank's marker
+	// for this fence is visible. hydra 4.0.2 answers kvs-fence at once, before
+	// the other ranks arrive (measured: a rank sleeping 2 s before its fence
+	// did not delay the other's), so its kvs-fence is no barrier. Slurm's is;
+	// Slurm sets PMI_JOBID and hydra does not, so that tells them apart.
+	checkFence bool
+	fences     int
 }
 
 // PMI-2 limits: PMI2_MAX_KEYLEN and PMI2_MAX_VALLEN of MPICH and Slurm, both
@@ -26,13 +35,14 @@ const (
 // and size; a rank different from the given one is an error. ctx bounds the
 // handshake. The returned PMI owns conn.
 func DialPMI2(ctx context.Context, conn net.Conn, rank int, jobid string) (*PMI, error) {
-	p := &pmi2{c: newPMIConn(conn), jobid: jobid}
+	p := &pmi2{c: newPMIConn(conn), jobid: jobid, checkFence: jobid == ""}
 	var size int
 	err := handshakeCtx(ctx, conn, func() error {
 		var err error
 		rank, size, err = p.init(rank)
 		return err
 	})
+	p.rank, p.size = rank, size
 	if err != nil {
 		conn.Close()
 		return nil, opErr("pmi2 init", -1, "", err)
@@ -117,9 +127,38 @@ func (p *pmi2) put(key, value string) error {
 	return err
 }
 
+// fenceMarker is the native key rank r puts at fence n when fences are
+// checked; '~' never starts a key of the PMI backend.
+func fenceMarker(n, r int) string { return "~f/" + strconv.Itoa(n) + "/" + strconv.Itoa(r) }
+
 func (p *pmi2) fence() error {
-	_, err := p.call("fence", "kvs-fence")
-	return err
+	p.fences++
+	if p.checkFence {
+		if err := p.put(fenceMarker(p.fences, p.rank), "1"); err != nil {
+			return err
+		}
+	}
+	if _, err := p.call("fence", "kvs-fence"); err != nil {
+		return err
+	}
+	if !p.checkFence {
+		return nil
+	}
+	// Wait for every rank's marker. The connection's deadline (set when the
+	// caller's context ends) ends the wait.
+	for r := range p.size {
+		for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+			_, found, err := p.get(fenceMarker(p.fences, r))
+			if err != nil {
+				return err
+			}
+			if found {
+				break
+			}
+			time.Sleep(pause)
+		}
+	}
+	return nil
 }
 
 // barrier is a fence: the PMI-2 wire protocol has no other collective.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -457,6 +458,34 @@ func TestPMIChunks(t *testing.T) {
 			if got.String() != enc {
 				t.Fatalf("maxVal %d, n %d: chunks do not join back", maxVal, n)
 			}
+		}
+	}
+}
+
+func TestPMI2FenceWaitsForAll(t *testing.T) {
+	// A launcher whose kvs-fence returns at once (hydra 4.0): Fence and
+	// Barrier still return only once every rank has entered them.
+	f := newFakePMI(2, 2)
+	f.fenceNoWait = true
+	var entered [2]atomic.Bool
+	errs := runRanks(t, f, func(ctx context.Context, b *PMI) error {
+		for i, call := range []func(context.Context) error{b.Fence, b.Barrier} {
+			if b.Rank() == 1 {
+				time.Sleep(100 * time.Millisecond) // rank 0 is waiting by now
+				entered[i].Store(true)
+			}
+			if err := call(ctx); err != nil {
+				return err
+			}
+			if !entered[i].Load() {
+				return fmt.Errorf("collective %d returned before rank 1 entered it", i)
+			}
+		}
+		return nil
+	})
+	for r, err := range errs {
+		if err != nil {
+			t.Errorf("rank %d: %v", r, err)
 		}
 	}
 }

@@ -20,6 +20,7 @@ type fakePMI struct {
 	version        int  // 1 or 2
 	port           bool // PMI-1 over PMI_PORT: initack prefix
 	keylen, vallen int  // advertised limits, counting a NUL
+	fenceNoWait    bool // PMI-2 kvs-fence answers at once, as hydra 4.0's does
 
 	// misbehave, when set, may answer a request itself: it returns the raw
 	// bytes to send instead of the normal reply (nothing: hang up; ending in
@@ -226,7 +227,9 @@ func (f *fakePMI) handle(rank int, m pmiMsg) (string, bool) {
 			}
 			return pmi2Reply("kvs-get-response", "rc", "0", "found", "TRUE", "value", v), true
 		case "kvs-fence":
-			f.barrier()
+			if !f.fenceNoWait {
+				f.barrier()
+			}
 			return pmi2Reply("kvs-fence-response", "rc", "0"), true
 		case "finalize":
 			return pmi2Reply("finalize-response", "rc", "0"), true
