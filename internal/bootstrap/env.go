@@ -3,6 +3,7 @@ package bootstrap
 import (
 	"context"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -189,4 +190,19 @@ func openLauncher(ctx context.Context, lookup func(string) (string, bool)) (Boot
 		return nil, err
 	}
 	return openRendezvous(ctx, rv)
+}
+
+// Launched reports whether a launcher started this process as a rank of a
+// job, so that Open will not return a lone process: ptlrun (PTL_BOOTSTRAP_ADDR),
+// a PMI launcher, Open MPI or Slurm with more than one rank. Tools that
+// otherwise start their own ranks (ptlbench) ask it first.
+func Launched() bool { return launchedFrom(os.LookupEnv) }
+
+// launchedFrom is Launched with the environment read through lookup.
+func launchedFrom(lookup func(string) (string, bool)) bool {
+	if _, ok := lookup(EnvAddr); ok {
+		return true
+	}
+	_, _, ok := foreignLauncher(lookup)
+	return ok
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -153,5 +154,27 @@ func TestRendezvousErrors(t *testing.T) {
 	// Rank 0 aborts: its Abort returns once the server has failed the job.
 	if err := b0.Abort(3, "test"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestLaunched(t *testing.T) {
+	for env, want := range map[string]bool{
+		"":                            false,
+		EnvAddr:                       true,
+		"PMI_FD PMI_SIZE=2":           true,
+		"PMI_FD PMI_SIZE=1":           false,
+		"PMI_PORT":                    true,
+		"SLURM_PROCID SLURM_NTASKS=4": true,
+		"SLURM_PROCID SLURM_NTASKS=1": false,
+		"OMPI_COMM_WORLD_SIZE=2":      true,
+	} {
+		m := map[string]string{}
+		for _, kv := range strings.Fields(env) {
+			k, v, _ := strings.Cut(kv, "=")
+			m[k] = v
+		}
+		if got := launchedFrom(envMap(m)); got != want {
+			t.Errorf("launched with %q: %v, want %v", env, got, want)
+		}
 	}
 }
