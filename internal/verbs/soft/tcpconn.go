@@ -262,3 +262,17 @@ func dialPeer(a address, qpn uint32, nonce uint64) (net.Conn, error) {
 		return nil, verbs.Errorf("connect", verbs.ErrUnreachable, fmt.Errorf("queue pair %d no longer exists", a.qpn))
 	}
 }
+
+// Path says how the queue pair reaches its peer: "shm" (shared memory and
+// cross-memory attach inside a node), "tcp" (a TCP stream), or "" before Connect.
+func (q *qp) Path() string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.link != nil:
+		return "tcp"
+	case q.peer != nil:
+		return "shm"
+	}
+	return ""
+}
