@@ -230,7 +230,7 @@ func (q *cq) Wait(ctx context.Context) error {
 // ends or the queue is closed.
 func (q *cq) sleep(ctx context.Context) error {
 	rc, err := q.file.SyscallConn()
-	if err != nil {
+	if err != nil || q.isClosed() {
 		return verbs.Errorf("ibv: wait", verbs.ErrClosed, err)
 	}
 	q.file.SetReadDeadline(time.Time{})
@@ -246,12 +246,19 @@ func (q *cq) sleep(ctx context.Context) error {
 		return errnoErr("get cq event", got)
 	case err == nil:
 		return nil
+	case q.isClosed():
+		// Close closed the file under the read (the poller's "use of closed file").
+		return verbs.Errorf("ibv: wait", verbs.ErrClosed, nil)
 	case errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() != nil:
 		return ctx.Err()
-	case errors.Is(err, os.ErrClosed):
-		return verbs.Errorf("ibv: wait", verbs.ErrClosed, nil)
 	}
 	return verbs.Errorf("ibv: wait", verbs.ErrNoResources, err)
+}
+
+func (q *cq) isClosed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
 }
 
 // Close destroys the queue; it fails with ErrBusy while queue pairs use it.
