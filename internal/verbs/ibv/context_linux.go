@@ -237,10 +237,17 @@ func (c *Context) Port() int { return int(c.port) }
 func (c *Context) GIDIndex() int { return c.gidIndex }
 
 // ODP reports whether the device offers on-demand paging for RC queue pairs with
-// the rights registrations need (SEND, RECV, WRITE, READ): registrations then pin
-// nothing.
-func (c *Context) ODP() bool {
-	const need = C.IBV_ODP_SUPPORT_SEND | C.IBV_ODP_SUPPORT_RECV | C.IBV_ODP_SUPPORT_WRITE | C.IBV_ODP_SUPPORT_READ
+// the operations every registration needs (SEND, RECV, WRITE, READ): registrations
+// then pin nothing. Regions with remote atomic rights use it only when the device
+// also pages for atomics.
+func (c *Context) ODP() bool { return c.odpFor(0) }
+
+// odpFor reports whether a region with rights a can be registered on demand.
+func (c *Context) odpFor(a verbs.Access) bool {
+	need := uint32(C.IBV_ODP_SUPPORT_SEND | C.IBV_ODP_SUPPORT_RECV | C.IBV_ODP_SUPPORT_WRITE | C.IBV_ODP_SUPPORT_READ)
+	if a&verbs.AccessRemoteAtomic != 0 {
+		need |= C.IBV_ODP_SUPPORT_ATOMIC
+	}
 	return c.odpRC&need == need
 }
 

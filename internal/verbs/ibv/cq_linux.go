@@ -137,6 +137,9 @@ func (q *cq) convert(c *C.ptl_wc, out *verbs.WorkCompletion) bool {
 		return false
 	}
 	st := status(c.status)
+	if st != verbs.StatusSuccess {
+		p.failed()
+	}
 	*out = verbs.WorkCompletion{Status: st, QPNum: uint32(c.qp_num)}
 	if id&recvBit != 0 {
 		seq := id &^ recvBit

@@ -69,7 +69,7 @@ func (d *pd) RegMR(mem []byte, access verbs.Access) (verbs.MR, error) {
 		return nil, verbs.Errorf("ibv: reg mr", verbs.ErrClosed, nil)
 	}
 	flags := accessFlags(access)
-	if c.ODP() {
+	if c.odpFor(access) {
 		flags |= C.IBV_ACCESS_ON_DEMAND
 	}
 	addr := uint64(uintptr(unsafe.Pointer(&mem[0])))

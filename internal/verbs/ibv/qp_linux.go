@@ -374,6 +374,16 @@ func (q *qp) State() verbs.QPState {
 	return q.state
 }
 
+// failed records that the hardware moved the queue pair to the error state (an
+// error completion); later work completes flushed. Called with the CQ lock held.
+func (q *qp) failed() {
+	q.mu.Lock()
+	if q.state == verbs.QPReady {
+		q.state = verbs.QPError
+	}
+	q.mu.Unlock()
+}
+
 // markerSeen records that the close drain's marker on one queue came back.
 func (q *qp) markerSeen(recv bool) {
 	if recv {
