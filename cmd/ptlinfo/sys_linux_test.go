@@ -35,4 +35,3 @@ func checkSys(t *testing.T, r Report) {
 		t.Errorf("cross-memory attach probe %q where Yama allows it", r.Ptrace.CMAPeer)
 	}
 }
-
