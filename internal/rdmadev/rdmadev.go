@@ -38,50 +38,50 @@ const (
 // Device is one RDMA device as sysfs describes it.
 type Device struct {
 	// Name is the device name (mlx5_0, rxe0...).
-	Name string
+	Name string `json:"name"`
 	// NodeGUID is the node GUID as sysfs prints it (four groups of four hex digits).
-	NodeGUID string
+	NodeGUID string `json:"node_guid"`
 	// NodeType is the node type name (CA, switch, router, RNIC...).
-	NodeType string
+	NodeType string `json:"node_type"`
 	// FWVersion is the firmware version, when the driver reports one.
-	FWVersion string
+	FWVersion string `json:"fw_version"`
 	// Ports are the device's ports, by number.
-	Ports []Port
+	Ports []Port `json:"ports"`
 	// CharDevices are the /dev/infiniband nodes of the device (uverbs, umad...).
-	CharDevices []string
+	CharDevices []string `json:"char_devices"`
 }
 
 // Port is one port of a device.
 type Port struct {
 	// Num is the port number (from 1).
-	Num int
+	Num int `json:"num"`
 	// State is the logical state; StateName its name (DOWN, ACTIVE...).
-	State     PortState
-	StateName string
+	State     PortState `json:"state"`
+	StateName string    `json:"state_name"`
 	// PhysState is the physical state name (LinkUp, Disabled, Polling...).
-	PhysState string
+	PhysState string `json:"phys_state"`
 	// LinkLayer is "InfiniBand" or "Ethernet" (RoCE).
-	LinkLayer string
+	LinkLayer string `json:"link_layer"`
 	// LID is the port's local identifier (0 on Ethernet).
-	LID uint16
+	LID uint16 `json:"lid"`
 	// Rate is the link rate text, e.g. "100 Gb/sec (4X EDR)".
-	Rate string
+	Rate string `json:"rate"`
 	// GIDs are the port's non-zero GID table entries.
-	GIDs []GID
+	GIDs []GID `json:"gids"`
 	// Netdevs are the network devices behind the port's GIDs (RoCE), sorted.
-	Netdevs []string
+	Netdevs []string `json:"netdevs"`
 }
 
 // GID is one GID table entry.
 type GID struct {
 	// Index is the entry's index, the sgid_index to use for it.
-	Index int
+	Index int `json:"index"`
 	// Addr is the 16-byte GID.
-	Addr net.IP
+	Addr net.IP `json:"addr"`
 	// Type is "IB/RoCE v1" or "RoCE v2" (empty when the kernel does not say).
-	Type string
+	Type string `json:"type"`
 	// Netdev is the network device of a RoCE GID.
-	Netdev string
+	Netdev string `json:"netdev"`
 }
 
 // Active reports whether the port can carry traffic (ACTIVE or ACTIVE_DEFER).
