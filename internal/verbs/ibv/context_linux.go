@@ -3,7 +3,6 @@
 package ibv
 
 /*
-#cgo LDFLAGS: -libverbs
 #include <stdlib.h>
 #include "shim.h"
 */

@@ -17,6 +17,13 @@
 // ibv_get_device_list fail with ENOSYS: that is zero devices, not an error. Devices
 // and ports are described (for Probe and ptlinfo) through internal/rdmadev.
 //
+// The conformance suite (internal/verbs/verbstest) runs on the first active port of
+// a machine with an HCA. Built with the ibvmock tag, the package links a software
+// model of the libibverbs calls it makes (mock_ibverbs.c: one device, RC semantics
+// in one process, errors, flushes, RNR waiting, completion channels) instead of
+// rdma-core; TestConformanceOnModel runs the suite that way so the provider's code
+// is exercised on machines without RDMA.
+//
 // The package imports internal/verbs and internal/rdmadev only and must never import
 // the engine or the packages above it.
 package ibv

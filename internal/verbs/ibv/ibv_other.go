@@ -10,6 +10,9 @@ import (
 
 var errNotBuilt = errors.New("this program was built without libibverbs (needs linux, cgo and the rdma-core headers; the noibverbs tag leaves it out)")
 
+// mockBuild is false: no libibverbs, real or modelled, is linked.
+const mockBuild = false
+
 var errLibSeesNone = errors.New("libibverbs lists no device")
 
 // Linked reports whether this build links libibverbs: here it does not, so the error
