@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -128,8 +129,11 @@ func gather() Report {
 		if len(devs) == 0 && pi.Why == "" {
 			pi.Usable, pi.Why = false, "no device"
 		}
-		if p.Name() == soft.ProviderName && pi.Usable {
+		switch {
+		case p.Name() == soft.ProviderName && pi.Usable:
 			pi.Detail = softDetail()
+		case p.Name() == ibv.ProviderName && len(devs) > 0:
+			pi.Detail = deviceDetail(devs[0])
 		}
 		r.Providers = append(r.Providers, pi)
 	}
@@ -154,6 +158,26 @@ func softDetail() string {
 	}
 	defer c.Close()
 	return "pin method: " + c.PinMethod() + " (" + softPinEnv + " chooses)"
+}
+
+// deviceDetail opens d to say what queue pairs on it would use.
+func deviceDetail(d verbs.Device) string {
+	c, err := d.Open()
+	if err != nil {
+		return d.Name() + ": cannot open: " + err.Error()
+	}
+	defer c.Close()
+	a := c.Attr()
+	out := fmt.Sprintf("%s: max_qp %d, max_qp_wr %d, max_sge %d, max_cqe %d, max_inline %d, max_msg %d, atomics %v",
+		d.Name(), a.MaxQP, a.MaxQPWR, a.MaxSGE, a.MaxCQE, a.MaxInline, a.MaxMsgSize, a.Atomics)
+	if x, ok := c.(interface {
+		Port() int
+		GIDIndex() int
+		ODP() bool
+	}); ok {
+		out += fmt.Sprintf("; port %d, gid index %d, on-demand paging %v", x.Port(), x.GIDIndex(), x.ODP())
+	}
+	return out
 }
 
 func buildInfo() BuildInfo {
