@@ -3,12 +3,14 @@ package driverhooks
 import (
 	"errors"
 	"fmt"
+
+	"github.com/goportals/goportals/ptlerr"
 )
 
 // ErrNotSupported reports that the notifier cannot watch memory here: no cgo, no
 // userfaultfd, or a range userfaultfd refuses. Callers match it with errors.Is and fall
 // back to uncached, per-operation registration; they never trust unwatched memory.
-var ErrNotSupported = errors.New("driverhooks: not supported")
+var ErrNotSupported = ptlerr.ErrNotSupported
 
 // The specific reasons, each matching ErrNotSupported with errors.Is as well.
 var (

@@ -3,6 +3,8 @@ package md
 import (
 	"errors"
 	"fmt"
+
+	"github.com/goportals/goportals/ptlerr"
 )
 
 // Errors returned by the package. Each is matched with errors.Is; the errors actually
@@ -22,7 +24,7 @@ var (
 	// ErrNoMemory: the kernel refused to map the memory of an Alloc.
 	ErrNoMemory = errors.New("md: cannot map memory")
 	// ErrNotSupported: the platform lacks what the call needs (Alloc off Linux).
-	ErrNotSupported = errors.New("md: not supported on this platform")
+	ErrNotSupported = ptlerr.ErrNotSupported
 	// ErrClosed: the registry was closed.
 	ErrClosed = errors.New("md: registry closed")
 	// ErrBusy: Close of a registry that still has pinned ranges outstanding.

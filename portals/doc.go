@@ -1,52 +1,46 @@
 // Package portals is goportals' public API: a Portals-4-style one-sided interface
-// (network interfaces, portal table entries, memory descriptors, match and list
-// entries, event queues, counting events, put, get, atomics, triggered operations,
-// bundles) and the protocol engine, the software NIC that runs it over
-// internal/verbs.
+// for Go. A process binds plain memory to memory descriptors (MD) and exposes
+// memory through match entries (ME, on a matching NI) or list entries (LE) on
+// portal table entries (PT); other processes put into it, get from it and apply
+// atomics to it, and both sides learn of completions through event queues (EQ)
+// and counting events (CT). No key, queue pair or registration is ever visible:
+// the library registers what a transfer needs through a pin cache that a driver
+// notifier keeps coherent when memory is freed or remapped.
 //
-// # The API
+// # Shape of the API
 //
-// The calls mirror portals4.h in Go idiom: handles are pointers (*NI, *MD, *ME/*LE,
-// *EQ, *CT; a zero-value handle names nothing and is refused), descriptors are
-// structs (MDSpec, MESpec, LESpec), results are return values, and every error is
-// an *OpError whose Errno matches a PTL_* code with errors.Is (ArgInvalid, NoInit,
-// InUse, ...). Blocking waits (EQ.Wait, CT.Wait, EQPoll, CTPoll) take a
-// context.Context; EQ.Get and CT.Get never block. Init joins the job through the
-// launcher's bootstrap (cmd/ptlrun; a lone process is rank 0 of 1); NewProcess
-// builds a process over any Runtime, for embedding or for several ranks in one test
-// process. NIInit is collective: all ranks initialize the same interfaces in the
-// same order, because the interfaces connect to each other then.
+// Handles are pointers (*NI, *PT, *MD, *ME, *EQ, *CT) compared with ==.
+// Operations are methods of a Span, a byte range of an MD, aimed at a Target
+// (process, portal index, match bits, remote offset); optional parts
+// (acknowledgment, header data, a cookie returned in the events, a trigger
+// counter and threshold) go in an OpOptions value, so the fast path allocates
+// nothing:
 //
-// No key, queue pair or registration is ever visible: an MD or ME binds plain
-// memory, and the engine registers what a transfer needs through the pin cache
-// (package md over regcache), lazily.
+//	s := md.Span(0, 8)
+//	err := s.Put(portals.Target{ID: peer, PT: 4, Match: 0x42}, portals.OpOptions{Ack: portals.AckReqFull})
 //
-// # The engine
+// Triggered operations are the same calls with OpOptions.Trigger set. Typed
+// atomics (AtomicOf, FetchAtomicOf, SwapOf) take the datatype from a Go type
+// parameter. Calls that wait take a context.Context and hide no timeout;
+// EQ.Events iterates over events.
 //
-// Each NI owns a verbs context with one reliable-connected queue pair per rank.
-// A request travels as a SEND: a 92-byte header and, up to 932 bytes, the payload
-// (eager). A larger put names the initiator's registered region instead; the target
-// matches it (package me), pulls the data with RDMA READ straight into the entry's
-// memory and answers when done. A larger get is pushed with RDMA WRITE before the
-// reply. Atomics are computed at the target under the NI's engine lock, element by
-// element in host byte order (LONG_DOUBLE in C long double through cgo; not
-// supported without cgo). Events go to event queues and counting events (package
-// eq) in the reference's order: the communication event, then AUTO_UNLINK, then
-// AUTO_FREE last; at the initiator SEND precedes ACK or REPLY.
+// Every error is an *OpError whose Errno is a PTL_* code with portals4.h's value
+// (errors.Is(err, portals.ArgInvalid)); ErrNotSupported marks what the library
+// does not provide.
 //
-// Progress: a caller waiting on an event queue or a counter drives the engine
-// itself for a while (no goroutine hand-off on the fast path), then sleeps; one
-// progress goroutine per NI completes one-sided operations when nobody waits, and
-// steps aside while callers poll. Triggered operations are queued when their
-// counter reaches the threshold and started in firing order, inside the API call
-// that released them (CTInc, CTSet, a triggered post past its threshold) or by
-// whoever runs progress for releases the engine counted.
+// # Network interfaces
 //
-// Flow control: on a portal table entry with PTFlowCtrl, a message that finds no
-// resources (no matching entry, full unexpected list, full event queue) disables the
-// entry, posts PT_DISABLED, and the initiator's ACK carries NI_PT_DISABLED. A peer
-// that dies completes its operations with NI_UNDELIVERABLE. Malformed messages are
-// dropped and counted in the status registers (SRMalformed).
+// NIInit brings up a network interface in this process alone; a physical NI is
+// reachable by its physical id (node id, process id) from PhysID, and a logical
+// NI addresses processes by rank through the map given to SetMap. Package job
+// builds that map for programs started by ptlrun or a PMI launcher; package
+// portals/ptl is the 1:1 mirror of portals4.h's functions, for ports of C code.
 //
-// Only shmem, tests, cmd and examples import this package.
+// # Buffer reuse
+//
+// The memory of a span given to Put or Atomic must not change until the
+// operation's EventSend (or the descriptor's counter) reports it, unless the
+// descriptor is MDVolatile and the put is at most Limits.MaxVolatileSize; memory
+// given to Get or as a fetch result is written until EventReply. Memory exposed
+// by an entry may be read or written by peers for as long as the entry is linked.
 package portals

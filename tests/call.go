@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goportals/goportals/portals"
+	portals "github.com/goportals/goportals/internal/nic"
 )
 
 // callFunc makes the call of a single-call element (and of the allocate or free half

@@ -3,8 +3,8 @@ package tests
 import (
 	"time"
 
+	portals "github.com/goportals/goportals/internal/nic"
 	"github.com/goportals/goportals/me"
-	"github.com/goportals/goportals/portals"
 )
 
 // memory returns the memory an MD, LE or ME of the record exposes: the element's

@@ -1,7 +1,7 @@
 package tests
 
 import (
-	"github.com/goportals/goportals/portals"
+	portals "github.com/goportals/goportals/internal/nic"
 )
 
 func callEQAlloc(in *interp, r *record, n *Node) error {

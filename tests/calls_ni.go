@@ -1,7 +1,7 @@
 package tests
 
 import (
-	"github.com/goportals/goportals/portals"
+	portals "github.com/goportals/goportals/internal/nic"
 )
 
 // ptl / ptl_init: a Portals process over the launcher's runtime (the Go form of

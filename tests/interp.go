@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/goportals/goportals/portals"
+	portals "github.com/goportals/goportals/internal/nic"
 )
 
 // Runtime is what the interpreter needs from the job launcher: portals' runtime

@@ -10,7 +10,7 @@ import (
 
 	"github.com/goportals/goportals/internal/bootstrap"
 	"github.com/goportals/goportals/internal/bootstrap/childtest"
-	"github.com/goportals/goportals/portals"
+	portals "github.com/goportals/goportals/internal/nic"
 	"go.uber.org/goleak"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/goportals/goportals/eq"
 	"github.com/goportals/goportals/internal/bootstrap"
-	"github.com/goportals/goportals/portals"
+	portals "github.com/goportals/goportals/internal/nic"
 )
 
 // Native conformance scenarios: what the XML corpus does not cover, written against

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/goportals/goportals/portals"
+	portals "github.com/goportals/goportals/internal/nic"
 )
 
 func init() {

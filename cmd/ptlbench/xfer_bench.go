@@ -9,7 +9,7 @@ import (
 
 	"github.com/goportals/goportals/eq"
 	"github.com/goportals/goportals/internal/bootstrap"
-	"github.com/goportals/goportals/portals"
+	portals "github.com/goportals/goportals/internal/nic"
 )
 
 // The portal table index and match bits of the transfer tests' entry.

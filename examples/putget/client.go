@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/goportals/goportals/eq"
-	"github.com/goportals/goportals/portals"
+	portals "github.com/goportals/goportals/internal/nic"
 )
 
 // eagerBelow is about where the engine switches from inline (eager) data to

@@ -28,7 +28,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/goportals/goportals/portals"
+	portals "github.com/goportals/goportals/internal/nic"
 )
 
 // What the two ranks agree on: the portal table index and the match bits that

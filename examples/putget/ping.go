@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/goportals/goportals/eq"
-	"github.com/goportals/goportals/portals"
+	portals "github.com/goportals/goportals/internal/nic"
 )
 
 // pinger is one rank's side of the small-message traffic: an 8-byte entry that

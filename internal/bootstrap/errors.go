@@ -3,6 +3,8 @@ package bootstrap
 import (
 	"errors"
 	"fmt"
+
+	"github.com/goportals/goportals/ptlerr"
 )
 
 // Sentinel errors of the bootstrap calls. Every error returned by this package
@@ -10,7 +12,7 @@ import (
 var (
 	// ErrNotSupported: the environment asks for a backend or feature that this
 	// build does not implement (for example a PMI launcher).
-	ErrNotSupported = errors.New("bootstrap: not supported")
+	ErrNotSupported = ptlerr.ErrNotSupported
 	// ErrBadEnv: the launcher's environment variables are missing or malformed.
 	ErrBadEnv = errors.New("bootstrap: bad launcher environment")
 	// ErrInvalidKey: a key is empty, longer than MaxKeyLen or holds a byte outside

@@ -1,12 +1,16 @@
 package verbs
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/goportals/goportals/ptlerr"
+)
 
 // Errors returned synchronously by the verbs calls (post, create, register). Errors of
 // the operations themselves arrive asynchronously as a work completion Status.
 var (
 	// ErrNotSupported: the provider or the machine lacks the feature.
-	ErrNotSupported = errors.New("verbs: not supported")
+	ErrNotSupported = ptlerr.ErrNotSupported
 	// ErrInvalidArgument: a malformed argument (bad flags, bad SGE, zero length...).
 	ErrInvalidArgument = errors.New("verbs: invalid argument")
 	// ErrMemlock: pinning would exceed RLIMIT_MEMLOCK or the kernel refused mlock.

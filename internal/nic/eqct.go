@@ -1,0 +1,300 @@
+package nic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+
+	"github.com/goportals/goportals/eq"
+)
+
+// eqErr maps an eq error to the Portals code.
+func eqErr(op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, eq.ErrEQDropped):
+		return opErr(op, EQDropped, nil)
+	case errors.Is(err, eq.ErrEQEmpty):
+		return opErr(op, EQEmpty, contextCause(err))
+	case errors.Is(err, eq.ErrCTNoneReached):
+		return opErr(op, CTNoneReached, contextCause(err))
+	case errors.Is(err, eq.ErrInterrupted):
+		return opErr(op, Interrupted, nil)
+	case errors.Is(err, eq.ErrCounterOverflow):
+		return opErr(op, ArgInvalid, err)
+	case errors.Is(err, eq.ErrInvalid), errors.Is(err, eq.ErrFreed):
+		return opErr(op, ArgInvalid, err)
+	}
+	return opErr(op, Fail, err)
+}
+
+func contextCause(err error) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return context.DeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		return context.Canceled
+	}
+	return nil
+}
+
+// EQ is an event queue (ptl_handle_eq_t).
+type EQ struct {
+	ni *NI
+	q  *eq.Queue
+}
+
+// EQAlloc allocates an event queue of count events (PtlEQAlloc).
+func (ni *NI) EQAlloc(count int) (*EQ, error) {
+	const op = "PtlEQAlloc"
+	if err := ni.check(op); err != nil {
+		return nil, err
+	}
+	if count <= 0 {
+		return nil, opErr(op, ArgInvalid, fmt.Errorf("count %d", count))
+	}
+	ni.mu.Lock()
+	defer ni.mu.Unlock()
+	if ni.dead.Load() {
+		return nil, opErr(op, ArgInvalid, fmt.Errorf("NI finalized"))
+	}
+	if len(ni.eqs) >= ni.limits.MaxEQs {
+		return nil, opErr(op, NoSpace, nil)
+	}
+	q, err := eq.NewQueue(count, ni.limits.MaxPTIndex+1)
+	if err != nil {
+		return nil, opErr(op, NoSpace, err)
+	}
+	e := &EQ{ni: ni, q: q}
+	ni.eqs[e] = struct{}{}
+	return e, nil
+}
+
+// Free releases the queue (PtlEQFree); waiters return Interrupted. A queue
+// released already, by Free or with its NI, is ArgInvalid.
+func (e *EQ) Free() error {
+	if e == nil || e.q == nil {
+		return nilHandle("PtlEQFree", "event queue")
+	}
+	if err := e.q.Free(); err != nil {
+		return eqErr("PtlEQFree", err)
+	}
+	e.ni.mu.Lock()
+	delete(e.ni.eqs, e)
+	e.ni.mu.Unlock()
+	return nil
+}
+
+// Get returns the next event without blocking (PtlEQGet): EQEmpty when there is
+// none, EQDropped (with a valid event) after an overflow.
+func (e *EQ) Get() (Event, error) {
+	if e == nil || e.q == nil {
+		return Event{}, nilHandle("PtlEQGet", "event queue")
+	}
+	ev, err := e.q.Get()
+	if err == eq.ErrEQEmpty {
+		return ev, errEQGetEmpty // the common answer of a poll: no allocation
+	}
+	return ev, eqErr("PtlEQGet", err)
+}
+
+// errEQGetEmpty is the (immutable) error of an empty EQ.Get.
+var errEQGetEmpty = &OpError{Op: "PtlEQGet", Errno: EQEmpty}
+
+// waitSpin bounds how many progress rounds a waiting caller runs itself before it
+// blocks (and leaves progress to the NI's goroutine).
+const waitSpin = 20000
+
+// Wait blocks for the next event (PtlEQWait). It first drives the NI's progress
+// itself for a while, then sleeps.
+func (e *EQ) Wait(ctx context.Context) (Event, error) {
+	if e == nil || e.q == nil {
+		return Event{}, nilHandle("PtlEQWait", "event queue")
+	}
+	for i := 0; i < waitSpin; i++ {
+		ev, err := e.q.Get()
+		if err == nil || !errors.Is(err, eq.ErrEQEmpty) {
+			return ev, eqErr("PtlEQWait", interrupted(err, i > 0))
+		}
+		if i&63 == 63 {
+			if ctx.Err() != nil {
+				break
+			}
+			runtime.Gosched() // let a preempted progress goroutine finish its round
+		}
+		if e.ni.dead.Load() {
+			break // the queue dies with the NI: wait for that
+		}
+		e.ni.progressOnce(true)
+	}
+	e.ni.kick()
+	ev, err := e.q.Wait(ctx)
+	return ev, eqErr("PtlEQWait", interrupted(err, true))
+}
+
+// interrupted turns the error of an object freed while a wait went on into
+// eq.ErrInterrupted (PTL_INTERRUPTED): the object was live when the wait began
+// (begun), and only a free before the call is ARG_INVALID.
+func interrupted(err error, begun bool) error {
+	if begun && errors.Is(err, eq.ErrFreed) {
+		return eq.ErrInterrupted
+	}
+	return err
+}
+
+// EQPoll waits for an event on any of eqs (PtlEQPoll) and says which delivered it.
+// A context without deadline waits forever; one already expired polls once.
+func EQPoll(ctx context.Context, eqs []*EQ) (Event, int, error) {
+	qs := make([]*eq.Queue, len(eqs))
+	for i, e := range eqs {
+		if e == nil || e.q == nil {
+			return Event{}, -1, nilHandle("PtlEQPoll", "event queue")
+		}
+		qs[i] = e.q
+	}
+	if len(qs) == 0 {
+		return Event{}, -1, opErr("PtlEQPoll", ArgInvalid, fmt.Errorf("no event queues"))
+	}
+	ev, i, err := eq.Poll(ctx, qs)
+	return ev, i, eqErr("PtlEQPoll", err)
+}
+
+// CT is a counting event (ptl_handle_ct_t).
+type CT struct {
+	ni *NI
+	c  *eq.Counter
+}
+
+// CTAlloc allocates a counting event (PtlCTAlloc).
+func (ni *NI) CTAlloc() (*CT, error) {
+	const op = "PtlCTAlloc"
+	if err := ni.check(op); err != nil {
+		return nil, err
+	}
+	ni.mu.Lock()
+	defer ni.mu.Unlock()
+	if ni.dead.Load() {
+		return nil, opErr(op, ArgInvalid, fmt.Errorf("NI finalized"))
+	}
+	if len(ni.cts) >= ni.limits.MaxCTs {
+		return nil, opErr(op, NoSpace, nil)
+	}
+	c := &CT{ni: ni, c: eq.NewCounter()}
+	ni.cts[c] = struct{}{}
+	return c, nil
+}
+
+// Free releases the counter (PtlCTFree): its pending triggered operations are
+// dropped and its waiters return Interrupted. A counter released already, by Free
+// or with its NI, is ArgInvalid.
+func (c *CT) Free() error {
+	if c == nil || c.c == nil {
+		return nilHandle("PtlCTFree", "counting event")
+	}
+	if err := c.c.Free(); err != nil {
+		return eqErr("PtlCTFree", err)
+	}
+	c.ni.mu.Lock()
+	delete(c.ni.cts, c)
+	c.ni.mu.Unlock()
+	return nil
+}
+
+// Get reads the counter (PtlCTGet).
+func (c *CT) Get() (CTEvent, error) {
+	if c == nil || c.c == nil {
+		return CTEvent{}, nilHandle("PtlCTGet", "counting event")
+	}
+	v, err := c.c.Get()
+	return v, eqErr("PtlCTGet", err)
+}
+
+// Wait blocks until success reaches test or a failure is counted (PtlCTWait).
+func (c *CT) Wait(ctx context.Context, test uint64) (CTEvent, error) {
+	if c == nil || c.c == nil {
+		return CTEvent{}, nilHandle("PtlCTWait", "counting event")
+	}
+	for i := 0; i < waitSpin; i++ {
+		if c.c.Reached(test) || i&1023 == 0 { // a lock-free check; Get confirms (and sees a free)
+			v, err := c.c.Get()
+			if err != nil || v.Success >= test || v.Failure > 0 {
+				return v, eqErr("PtlCTWait", interrupted(err, i > 0))
+			}
+		}
+		if i&63 == 63 {
+			if ctx.Err() != nil {
+				break
+			}
+			runtime.Gosched()
+		}
+		if c.ni.dead.Load() {
+			break // the counter dies with the NI: wait for that
+		}
+		c.ni.progressOnce(true)
+	}
+	c.ni.kick()
+	v, err := c.c.Wait(ctx, test)
+	return v, eqErr("PtlCTWait", interrupted(err, true))
+}
+
+// Set sets the counter (PtlCTSet); triggered operations it reaches fire.
+func (c *CT) Set(v CTEvent) error {
+	if c == nil || c.c == nil {
+		return nilHandle("PtlCTSet", "counting event")
+	}
+	err := c.c.Set(v)
+	c.c.Settle()          // triggers another goroutine was firing on c have fired
+	c.ni.issueFired(true) // what the new value released goes out before we return
+	return eqErr("PtlCTSet", err)
+}
+
+// Inc adds to the counter (PtlCTInc); only one of the two fields may be non-zero.
+func (c *CT) Inc(v CTEvent) error {
+	if c == nil || c.c == nil {
+		return nilHandle("PtlCTInc", "counting event")
+	}
+	err := c.c.Inc(v)
+	c.c.Settle()          // triggers another goroutine was firing on c have fired
+	c.ni.issueFired(true) // what the increment released goes out before we return
+	return eqErr("PtlCTInc", err)
+}
+
+// CancelTriggered drops the counter's pending triggered operations
+// (PtlCTCancelTriggered).
+func (c *CT) CancelTriggered() error {
+	if c == nil || c.c == nil {
+		return nilHandle("PtlCTCancelTriggered", "counting event")
+	}
+	_, err := c.c.CancelTriggered()
+	return eqErr("PtlCTCancelTriggered", err)
+}
+
+// CTPoll waits until one of cts reaches its test (PtlCTPoll) and says which.
+func CTPoll(ctx context.Context, cts []*CT, tests []uint64) (CTEvent, int, error) {
+	if len(cts) == 0 || len(cts) != len(tests) {
+		return CTEvent{}, -1, nilHandle("PtlCTPoll", "counting event")
+	}
+	cs := make([]*eq.Counter, len(cts))
+	for i, c := range cts {
+		if c == nil || c.c == nil {
+			return CTEvent{}, -1, nilHandle("PtlCTPoll", "counting event")
+		}
+		cs[i] = c.c
+	}
+	v, i, err := eq.PollCounters(ctx, cs, tests)
+	return v, i, eqErr("PtlCTPoll", err)
+}
+
+// count adds one success or failure (or bytes) to c, if any.
+func (c *CT) count(ok bool, n uint64) {
+	if c == nil || c.c == nil {
+		return
+	}
+	if ok {
+		c.c.Inc(CTEvent{Success: n})
+	} else {
+		c.c.Inc(CTEvent{Failure: 1})
+	}
+}

@@ -1,0 +1,94 @@
+package nic
+
+import (
+	"fmt"
+
+	"github.com/goportals/goportals/md"
+)
+
+// MDSpec describes a memory descriptor (ptl_md_t): the memory (Start, or Iovecs),
+// options, and the event queue and counting event of its operations (nil: none).
+type MDSpec struct {
+	Start   []byte
+	Iovecs  [][]byte
+	Options MDOptions
+	EQ      *EQ
+	CT      *CT
+}
+
+// MD is a bound memory descriptor (ptl_handle_md_t). The library registers its
+// memory underneath, lazily and through the pin cache; no key is ever visible.
+type MD struct {
+	ni       *NI
+	mem      md.Memory
+	opts     MDOptions
+	eq       *EQ
+	ct       *CT
+	inflight int // operations not yet complete (guarded by ni.mu)
+	released bool
+}
+
+const mdOptionsAll = MDEventSuccessDisable | MDEventCTSend | MDEventCTReply | MDEventCTAck |
+	MDEventCTBytes | MDUnordered | MDEventSendDisable | MDVolatile
+
+// MDBind binds memory to a descriptor (PtlMDBind).
+func (ni *NI) MDBind(s MDSpec) (*MD, error) {
+	const op = "PtlMDBind"
+	if err := ni.check(op); err != nil {
+		return nil, err
+	}
+	if s.Options&^mdOptionsAll != 0 {
+		return nil, opErr(op, ArgInvalid, fmt.Errorf("options %#x", uint32(s.Options)))
+	}
+	if (s.EQ != nil && s.EQ.ni != ni) || (s.CT != nil && s.CT.ni != ni) {
+		return nil, opErr(op, ArgInvalid, fmt.Errorf("event queue or counter of another NI"))
+	}
+	mem, err := memoryOf(s.Start, s.Iovecs, s.Iovecs != nil)
+	if err != nil {
+		return nil, opErr(op, ArgInvalid, err)
+	}
+	if s.Iovecs != nil && len(s.Iovecs) > ni.limits.MaxIovecs {
+		return nil, opErr(op, ArgInvalid, fmt.Errorf("%d iovecs, max_iovecs is %d", len(s.Iovecs), ni.limits.MaxIovecs))
+	}
+	ni.mu.Lock()
+	defer ni.mu.Unlock()
+	if ni.nMD >= ni.limits.MaxMDs {
+		return nil, opErr(op, NoSpace, nil)
+	}
+	ni.nMD++
+	return &MD{ni: ni, mem: mem, opts: s.Options, eq: s.EQ, ct: s.CT}, nil
+}
+
+// Release unbinds the descriptor (PtlMDRelease); InUse while operations on it are
+// outstanding.
+func (m *MD) Release() error {
+	const op = "PtlMDRelease"
+	if m == nil || m.ni == nil {
+		return nilHandle(op, "descriptor")
+	}
+	ni := m.ni
+	ni.mu.Lock()
+	defer ni.mu.Unlock()
+	if m.released {
+		return opErr(op, ArgInvalid, fmt.Errorf("descriptor already released"))
+	}
+	// Completions that already arrived (an ACK the engine has not handled yet) are
+	// handled here first, so only operations truly outstanding make it IN_USE.
+	for round := 0; m.inflight > 0 && round < 4; round++ {
+		ni.mu.Unlock()
+		ni.assist()
+		ni.mu.Lock()
+		if m.released {
+			return opErr(op, ArgInvalid, fmt.Errorf("descriptor already released"))
+		}
+	}
+	if m.inflight > 0 {
+		return opErr(op, InUse, fmt.Errorf("%d operations outstanding", m.inflight))
+	}
+	m.released = true
+	ni.nMD--
+	return nil
+}
+
+// Len returns the length of the descriptor's memory.
+func (m *MD) Len() uint64 { return m.mem.Len() }

@@ -1,0 +1,220 @@
+package nic
+
+import (
+	"errors"
+	"sync"
+	"unsafe"
+
+	"github.com/goportals/goportals/internal/verbs"
+)
+
+const (
+	recvDepth = 64  // receives posted per peer
+	sendDepth = 256 // send queue per peer
+	signalN   = 32  // every n-th inline send is signaled so the provider can free slots
+)
+
+// Work request ids: the top byte says what completed.
+const (
+	widRecv   = 1 << 56
+	widSend   = 2 << 56
+	widTarget = 3 << 56 // an RDMA READ or WRITE of a target operation
+	widMask   = 0xff << 56
+)
+
+// peer is the connection to one rank: a queue pair, its posted receive slots, and
+// the state for posting sends.
+type peer struct {
+	ni     *NI
+	rank   int
+	qp     verbs.QP
+	recv   []byte
+	recvMR verbs.MR
+
+	sendMu  sync.Mutex
+	scratch []byte
+	sges    []verbs.SGE
+	wr      [1]verbs.SendWR
+	nsend   int
+	failed  bool
+	queue   []queued // engine sends waiting for room (under ni.progMu)
+	rwr     [1]verbs.RecvWR
+	rsge    [1]verbs.SGE
+}
+
+func (ni *NI) newPeer(r int) (*peer, error) {
+	qp, err := ni.pd.CreateQP(verbs.QPAttr{SendCQ: ni.cq, RecvCQ: ni.cq, MaxSendWR: sendDepth, MaxRecvWR: recvDepth, MaxSGE: 16})
+	if err != nil {
+		return nil, err
+	}
+	pr := &peer{ni: ni, rank: r, qp: qp, recv: make([]byte, recvDepth*msgMax), scratch: make([]byte, hdrSize),
+		sges: make([]verbs.SGE, 0, 4)}
+	if pr.recvMR, err = ni.pd.RegMR(pr.recv, verbs.AccessLocalWrite); err != nil {
+		qp.Close()
+		return nil, err
+	}
+	return pr, nil
+}
+
+func (pr *peer) postRecvs() error {
+	for i := 0; i < recvDepth; i++ {
+		if err := pr.repost(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// repost posts receive slot again. Called by the goroutine that runs progress (and
+// at setup), so the work request storage can be reused.
+func (pr *peer) repost(slot int) error {
+	pr.rsge[0] = verbs.SGE{Addr: pr.recvMR.Addr() + uint64(slot*msgMax), Length: msgMax, LKey: pr.recvMR.LKey()}
+	pr.rwr[0] = verbs.RecvWR{ID: widRecv | uint64(pr.rank)<<16 | uint64(slot), SG: pr.rsge[:]}
+	return pr.qp.PostRecv(pr.rwr[:])
+}
+
+func (pr *peer) slot(i int) []byte { return pr.recv[i*msgMax : (i+1)*msgMax] }
+
+func (pr *peer) close() {
+	if pr.qp != nil {
+		pr.qp.Close()
+	}
+	if pr.recvMR != nil {
+		pr.recvMR.Dereg()
+	}
+}
+
+func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
+
+var errPeerFailed = errors.New("portals: connection to the peer failed")
+
+// errSQFull: the send queue has no room now.
+var errSQFull = errors.New("portals: send queue full")
+
+// trySend posts one message once: the header and up to three payload pieces,
+// copied by the provider at post time (inline), so the caller may reuse them at
+// once. It returns errSQFull when the send queue has no room.
+func (pr *peer) trySend(h *header, parts ...[]byte) error {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	h.payload = uint32(n)
+	pr.sendMu.Lock()
+	defer pr.sendMu.Unlock()
+	if pr.failed {
+		return errPeerFailed
+	}
+	h.encode(pr.scratch)
+	sg := append(pr.sges[:0], verbs.SGE{Addr: addrOf(pr.scratch), Length: hdrSize})
+	for _, p := range parts {
+		if len(p) > 0 {
+			sg = append(sg, verbs.SGE{Addr: addrOf(p), Length: uint32(len(p))})
+		}
+	}
+	flags := verbs.SendInline
+	if pr.nsend++; pr.nsend%signalN == 0 {
+		flags |= verbs.SendSignaled
+	}
+	pr.wr[0] = verbs.SendWR{ID: widSend | uint64(pr.rank), Opcode: verbs.OpSend, Flags: flags, SG: sg}
+	err := pr.qp.PostSend(pr.wr[:])
+	pr.wr[0].SG = nil
+	if err != nil && errors.Is(err, verbs.ErrNoResources) {
+		return errSQFull
+	}
+	return err
+}
+
+// tryPost posts an RDMA work request of a target operation once.
+func (pr *peer) tryPost(wr verbs.SendWR) error {
+	pr.sendMu.Lock()
+	defer pr.sendMu.Unlock()
+	if pr.failed {
+		return errPeerFailed
+	}
+	pr.wr[0] = wr
+	err := pr.qp.PostSend(pr.wr[:])
+	pr.wr[0].SG = nil
+	if err != nil && errors.Is(err, verbs.ErrNoResources) {
+		return errSQFull
+	}
+	return err
+}
+
+// send posts a message for a caller outside the engine (an API call): while the
+// send queue is full it helps the engine's progress, which frees it.
+func (pr *peer) send(h *header, parts ...[]byte) error {
+	for {
+		err := pr.trySend(h, parts...)
+		if err != errSQFull {
+			return err
+		}
+		pr.ni.assist()
+	}
+}
+
+// queued is a message or RDMA request the engine could not post yet.
+type queued struct {
+	rdma bool
+	wr   verbs.SendWR
+	h    header
+	data []byte
+}
+
+// sendOrQueue posts an engine message (an answer), or queues it behind earlier
+// ones when the send queue is full: the engine never blocks on a peer, or two
+// peers answering each other could wait on each other forever. Called under
+// ni.progMu.
+func (pr *peer) sendOrQueue(h *header, parts ...[]byte) error {
+	if len(pr.queue) == 0 {
+		if err := pr.trySend(h, parts...); err != errSQFull {
+			return err
+		}
+	}
+	q := queued{h: *h}
+	for _, p := range parts {
+		q.data = append(q.data, p...)
+	}
+	pr.queue = append(pr.queue, q)
+	pr.ni.queued.Add(1)
+	return nil
+}
+
+// postOrQueue is sendOrQueue for an RDMA request of a target operation.
+func (pr *peer) postOrQueue(wr verbs.SendWR) error {
+	if len(pr.queue) == 0 {
+		if err := pr.tryPost(wr); err != errSQFull {
+			return err
+		}
+	}
+	wr.SG = append([]verbs.SGE(nil), wr.SG...)
+	pr.queue = append(pr.queue, queued{rdma: true, wr: wr})
+	pr.ni.queued.Add(1)
+	return nil
+}
+
+// flushQueue posts what fits of the queue, in order. Called under ni.progMu.
+func (pr *peer) flushQueue() int {
+	n := 0
+	for len(pr.queue) > 0 {
+		q := &pr.queue[0]
+		var err error
+		if q.rdma {
+			err = pr.tryPost(q.wr)
+		} else {
+			err = pr.trySend(&q.h, q.data)
+		}
+		if err == errSQFull {
+			break
+		}
+		if err != nil && q.rdma {
+			// The peer is gone: the target operation fails.
+			pr.ni.targetDone(q.wr.ID&^widMask, false)
+		}
+		pr.queue[0] = queued{}
+		pr.queue = pr.queue[1:]
+		pr.ni.queued.Add(-1)
+		n++
+	}
+	return n
+}

@@ -1,0 +1,245 @@
+package nic
+
+import (
+	"context"
+	"runtime"
+	"time"
+
+	"github.com/goportals/goportals/eq"
+	"github.com/goportals/goportals/internal/verbs"
+	"github.com/goportals/goportals/md"
+	"github.com/goportals/goportals/regcache"
+)
+
+// The engine's progress: one goroutine per NI polls the completion queue, spins
+// briefly when it finds nothing, then blocks in the provider's wait (which sleeps).
+// Completions are handled only under progMu, by that goroutine or by a caller
+// that waits (EQ/CT waits) or needs send-queue room; the handlers never block:
+// answers that find no room queue per peer (peer.sendOrQueue).
+
+const progressSpin = 2048
+
+func (ni *NI) run() {
+	defer ni.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-ni.stop; cancel() }()
+	idle := 0
+	last := ni.appPolls.Load()
+	nap := time.NewTimer(time.Hour)
+	nap.Stop()
+	for {
+		select {
+		case <-ni.stop:
+			return
+		default:
+		}
+		if ni.progressOnce(false) > 0 {
+			idle = 0
+			continue
+		}
+		if p := ni.appPolls.Load(); p != last {
+			// A waiting caller drives progress itself: stay off the CPU until it
+			// stops polling or is about to block (kick).
+			last = p
+			idle = 0
+			nap.Reset(appNap)
+			select {
+			case <-nap.C:
+			case <-ni.kickCh:
+				nap.Stop()
+			case <-ni.stop:
+				return
+			}
+			continue
+		}
+		if idle++; idle < progressSpin || ni.queued.Load() > 0 {
+			// (queued sends wait for room that frees without a completion: keep polling)
+			if idle&63 == 0 {
+				runtime.Gosched()
+			}
+			continue
+		}
+		idle = 0
+		if err := ni.cq.Wait(ctx); err != nil {
+			return
+		}
+	}
+}
+
+// kick ends the progress goroutine's nap: a waiting caller is about to block.
+func (ni *NI) kick() {
+	select {
+	case ni.kickCh <- struct{}{}:
+	default:
+	}
+}
+
+// appNap is how long the progress goroutine steps aside while callers poll.
+const appNap = 100 * time.Microsecond
+
+// progressOnce posts queued engine sends and handles one batch of completions, unless
+// another goroutine is doing so. Callers that wait (EQ and CT waits) run it
+// themselves, so the completion that ends their wait needs no goroutine hand-off.
+func (ni *NI) progressOnce(app bool) int {
+	if app {
+		ni.appPolls.Add(1)
+	}
+	if !ni.progMu.TryLock() {
+		return 0
+	}
+	if ni.dead.Load() {
+		ni.progMu.Unlock()
+		return 0
+	}
+	n := ni.progressLocked()
+	ni.progMu.Unlock()
+	if n > 0 && ni.trig.fired() {
+		// Completions counted on a counter released triggered operations.
+		ni.issueFired(false)
+	}
+	return n
+}
+
+// progressLocked is progressOnce's work, with progMu held.
+func (ni *NI) progressLocked() int {
+	n := 0
+	if ni.queued.Load() > 0 {
+		for _, pr := range ni.peers {
+			n += pr.flushQueue()
+		}
+	}
+	k, err := ni.cq.Poll(ni.wcs[:])
+	if err != nil {
+		return n
+	}
+	for i := range ni.wcs[:k] {
+		ni.handleWC(&ni.wcs[i])
+	}
+	return n + k
+}
+
+// assist runs a progress round for a caller outside the engine that waits for
+// room in a send queue, or yields if another goroutine is running one.
+func (ni *NI) assist() {
+	if ni.progressOnce(true) == 0 {
+		runtime.Gosched()
+	}
+}
+
+func (ni *NI) handleWC(wc *verbs.WorkCompletion) {
+	switch wc.ID & widMask {
+	case widRecv:
+		r := int(wc.ID>>16) & 0xffff
+		slot := int(wc.ID & 0xffff)
+		if r >= len(ni.peers) {
+			return
+		}
+		pr := ni.peers[r]
+		if wc.Status != verbs.StatusSuccess {
+			ni.peerFailed(pr)
+			return
+		}
+		msg := pr.slot(slot)[:wc.ByteLen]
+		var h header
+		if !h.decode(msg) {
+			ni.status[SRMalformed].Add(1)
+		} else {
+			payload := msg[hdrSize:]
+			if h.kind == msgAck || h.kind == msgReply {
+				ni.handleAnswer(pr, &h, payload)
+			} else {
+				ni.handleRequest(pr, &h, payload)
+			}
+		}
+		if pr.repost(slot) != nil {
+			ni.peerFailed(pr)
+		}
+	case widSend:
+		if wc.Status != verbs.StatusSuccess {
+			if r := int(wc.ID &^ widMask); r < len(ni.peers) {
+				ni.peerFailed(ni.peers[r])
+			}
+		}
+	case widTarget:
+		ni.targetDone(wc.ID&^widMask, wc.Status == verbs.StatusSuccess)
+	}
+}
+
+// handleAnswer completes an initiator operation with its ACK or REPLY.
+func (ni *NI) handleAnswer(pr *peer, h *header, payload []byte) {
+	ni.mu.Lock()
+	defer ni.mu.Unlock()
+	o := ni.ops[h.opid]
+	if o == nil || o.pr != pr || h.mlength > o.length || (h.kind == msgAck) != (o.kind == msgPut || o.kind == msgAtomic) {
+		ni.status[SRMalformed].Add(1)
+		return
+	}
+	fail := eq.NIFail(h.fail)
+	// The SEND event comes first, even when the answer overtook the sender (an
+	// eager request) or is what ends it (a long put: the target is done with our
+	// buffer whatever became of the data).
+	ni.sendEvent(o, eq.NIOK)
+	switch h.kind {
+	case msgAck:
+		if h.flags&hfNoAck == 0 && o.ack != NoAckReq {
+			ni.initEvent(o, o.md, eq.EventAck, fail, h.mlength, h.roff, h.list)
+		}
+	case msgReply:
+		dst, off := o.md, o.localOff
+		if o.getMD != nil {
+			dst, off = o.getMD, o.getOff
+		}
+		if fail == eq.NIOK && len(payload) > 0 {
+			n := min(uint64(len(payload)), h.mlength, o.length)
+			dst.mem.WriteAt(payload[:n], off)
+		}
+		ni.initEvent(o, dst, eq.EventReply, fail, h.mlength, h.roff, h.list)
+	}
+	ni.finish(o)
+}
+
+// peerFailed fails every operation in flight to pr: their events carry
+// NI_UNDELIVERABLE.
+func (ni *NI) peerFailed(pr *peer) {
+	pr.sendMu.Lock()
+	pr.failed = true
+	pr.sendMu.Unlock()
+	ni.mu.Lock()
+	defer ni.mu.Unlock()
+	for _, o := range ni.ops {
+		if o.pr == pr {
+			ni.failOp(o)
+		}
+	}
+}
+
+// failOp completes o with NI_UNDELIVERABLE events: the answer will never come.
+// Called with ni.mu held.
+func (ni *NI) failOp(o *initOp) {
+	if o.tracked && ni.ops[o.id] != o {
+		return // already completed (peerFailed got there first)
+	}
+	ni.sendEvent(o, eq.NIUndeliverable)
+	switch o.kind {
+	case msgGet, msgFetch, msgSwap:
+		dst := o.md
+		if o.getMD != nil {
+			dst = o.getMD
+		}
+		ni.initEvent(o, dst, eq.EventReply, eq.NIUndeliverable, 0, o.roff, 0)
+	default:
+		if o.ack != NoAckReq {
+			ni.initEvent(o, o.md, eq.EventAck, eq.NIUndeliverable, 0, o.roff, 0)
+		}
+	}
+	ni.finish(o)
+}
+
+// registry returns the NI's registration registry, made on first use.
+func (ni *NI) registry() (*md.Registry, error) {
+	ni.regOnce.Do(func() {
+		ni.reg, ni.regErr = md.NewRegistry(ni.pd,
+			verbs.AccessLocalWrite|verbs.AccessRemoteRead|verbs.AccessRemoteWrite, regcache.Options{})
+	})
+	return ni.reg, ni.regErr
+}

@@ -1,0 +1,373 @@
+package nic
+
+import (
+	"sync/atomic"
+
+	"github.com/goportals/goportals/eq"
+	"github.com/goportals/goportals/internal/verbs"
+	"github.com/goportals/goportals/md"
+	"github.com/goportals/goportals/me"
+)
+
+// targetOp is a target operation waiting for its RDMA transfers (a long put's
+// READs, a long get's WRITEs) before its events and answer.
+type targetOp struct {
+	id      uint64
+	pr      *peer
+	h       header
+	t       *pt
+	e       *entry
+	res     me.MatchResult
+	evs     []me.Event
+	pending int
+	fail    eq.NIFail
+	pinned  *md.Pinned
+}
+
+// testHoldLong, when set by a test, runs on the progress path once a long transfer
+// is accounted in flight and before its RDMA requests are posted: the test holds it
+// there to observe calls made while the data is still moving.
+var testHoldLong atomic.Pointer[func()]
+
+var meOps = [...]me.Op{msgPut: me.OpKindPut, msgGet: me.OpKindGet, msgAtomic: me.OpKindAtomic,
+	msgFetch: me.OpKindFetchAtomic, msgSwap: me.OpKindSwap}
+
+// handleRequest runs the target side of one incoming request. Called from progress
+// without ni.mu; data placement and events happen under it, the answer is sent
+// after.
+func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
+	if h.flags&hfLong == 0 && ((h.kind == msgGet && h.length > eagerMax) ||
+		((h.kind == msgPut || h.kind == msgAtomic || h.kind == msgFetch) && uint64(len(payload)) != h.length)) {
+		// An inline request must carry exactly its data (a get's reply must fit inline).
+		ni.status[SRMalformed].Add(1)
+		ni.answer(pr, h, eq.NIDropped, 0, 0, 0, nil)
+		return
+	}
+	if h.kind >= msgAtomic && h.kind <= msgSwap {
+		if err := checkAtomic(eq.AtomicOp(h.atomOp), eq.AtomicType(h.atomType), h.length, h.kind == msgSwap); err != nil ||
+			(h.kind == msgSwap && h.atomOp >= uint8(eq.OpCSwap) && uint64(len(payload)) < h.length+uint64(eq.AtomicType(h.atomType).Size())) ||
+			h.flags&hfLong != 0 {
+			ni.status[SRMalformed].Add(1)
+			ni.answer(pr, h, eq.NIDropped, 0, 0, 0, nil)
+			return
+		}
+	}
+	ni.mu.Lock()
+	t := ni.ptAt(PTIndex(h.pt))
+	if t == nil || !t.enabled {
+		// An index nobody allocated drops the message; PT_DISABLED is for an entry
+		// that exists and is disabled.
+		fail := eq.NIDropped
+		if t != nil {
+			fail = eq.NIPTDisabled
+		}
+		ni.status[SRDropCount].Add(1)
+		ni.mu.Unlock()
+		ni.answer(pr, h, fail, 0, 0, 0, nil)
+		return
+	}
+	if t.opts&PTFlowCtrl != 0 && t.eq != nil && t.eq.q.Avail() == 0 {
+		// No room for the event this message would post: flow control, before the
+		// message consumes anything.
+		t.enabled = false
+		t.eq.q.Post(&eq.Event{Type: eq.EventPTDisabled, PTIndex: h.pt, NIFail: eq.NIPTDisabled,
+			MatchBits: h.match, RLength: h.length, HdrData: h.hdrData})
+		ni.status[SRDropCount].Add(1)
+		ni.mu.Unlock()
+		ni.answer(pr, h, eq.NIPTDisabled, 0, 0, 0, nil)
+		return
+	}
+	// The initiator is the process at the other end of the connection the message
+	// came on, whatever its header claims.
+	mh := me.Header{Op: meOps[h.kind], UID: me.UID(h.uid), MatchBits: h.match, RemoteOffset: h.roff,
+		Length: h.length, HdrData: h.hdrData, AtomicOp: h.atomOp, AtomicType: h.atomType,
+		Initiator: ni.idOfPeer(pr)}
+	res, evs := t.table.Match(&mh, ni.evbuf[:0])
+	if res.Outcome != me.OutcomeMatched {
+		fail := eq.NIDropped
+		switch res.Outcome {
+		case me.OutcomePermViolation:
+			fail = eq.NIPermViolation
+			ni.status[SRPermissionsViolations].Add(1)
+		case me.OutcomeOpViolation:
+			fail = eq.NIOpViolation
+			ni.status[SROperationsViolations].Add(1)
+		case me.OutcomeInvalidHeader:
+			ni.status[SRMalformed].Add(1)
+		default:
+			ni.status[SRDropCount].Add(1)
+		}
+		if t.opts&PTFlowCtrl != 0 && (res.Outcome == me.OutcomeNoMatch || res.Outcome == me.OutcomeUnexpectedFull) {
+			// Flow control: no resources. Disable the entry and tell both sides.
+			t.enabled = false
+			fail = eq.NIPTDisabled
+			if len(evs) == 0 && t.eq != nil {
+				t.eq.q.Post(&eq.Event{Type: eq.EventPTDisabled, PTIndex: h.pt, NIFail: eq.NIPTDisabled,
+					MatchBits: h.match, RLength: h.length, HdrData: h.hdrData})
+			}
+		} else {
+			// Without flow control a full unexpected list is a plain drop: the entry
+			// stays enabled and nothing reports PT_DISABLED.
+			evs = evs[:0]
+		}
+		ni.deliverAll(t, evs)
+		ni.mu.Unlock()
+		ni.answer(pr, h, fail, 0, 0, 0, nil)
+		return
+	}
+	e := t.entries[res.Handle]
+	if e == nil { // cannot happen: every handle of the table has engine state
+		ni.status[SRMalformed].Add(1)
+		ni.deliverAll(t, evs)
+		ni.mu.Unlock()
+		ni.answer(pr, h, eq.NIDropped, 0, 0, 0, nil)
+		return
+	}
+	if h.flags&hfLong != 0 && res.MLength > 0 {
+		top, wrs := ni.startLong(pr, h, payload, t, e, res, evs)
+		ni.mu.Unlock()
+		if hook := testHoldLong.Load(); hook != nil && wrs != nil {
+			(*hook)()
+		}
+		ni.postTarget(top, wrs)
+		return
+	}
+	var reply []byte
+	mlen := res.MLength
+	switch h.kind {
+	case msgPut:
+		if mlen > uint64(len(payload)) {
+			mlen = uint64(len(payload))
+		}
+		e.mem.WriteAt(payload[:mlen], res.LocalOffset)
+	case msgGet:
+		reply = ni.scratch(int(mlen))
+		e.mem.ReadAt(reply, res.LocalOffset)
+	case msgAtomic, msgFetch, msgSwap:
+		data := payload
+		var cond []byte
+		if h.kind == msgSwap && h.atomOp >= uint8(eq.OpCSwap) {
+			// Checked on entry: the payload holds length bytes, then the operand.
+			data, cond = payload[:h.length], payload[h.length:]
+		}
+		if mlen > uint64(len(data)) {
+			mlen = uint64(len(data))
+		}
+		old := ni.scratch(int(mlen))
+		e.mem.ReadAt(old, res.LocalOffset)
+		cur := append(ni.scratch2(int(mlen))[:0], old...)
+		mlen = uint64(applyAtomic(eq.AtomicOp(h.atomOp), eq.AtomicType(h.atomType), cur, data[:mlen], cond))
+		e.mem.WriteAt(cur[:mlen], res.LocalOffset)
+		if h.kind != msgAtomic {
+			reply = old[:mlen]
+		}
+	}
+	ni.deliverAll(t, evs)
+	ni.mu.Unlock()
+	ack := !res.AckDisabled
+	ni.answer(pr, h, eq.NIOK, mlen, res.LocalOffset, uint8(res.List), reply, ack)
+}
+
+// answer sends the ACK or REPLY of a request. withAck false suppresses the ACK of a
+// put or atomic (the entry disabled acks); a long put always answers, since its
+// initiator waits to reuse its buffer.
+func (ni *NI) answer(pr *peer, h *header, fail eq.NIFail, mlength, off uint64, list uint8, data []byte, withAck ...bool) {
+	a := header{opid: h.opid, fail: uint8(fail), mlength: mlength, roff: off, list: list, pt: h.pt}
+	switch h.kind {
+	case msgGet, msgFetch, msgSwap:
+		a.kind = msgReply
+		pr.sendOrQueue(&a, data)
+		return
+	}
+	wants := AckReq(h.ack) != NoAckReq && (len(withAck) == 0 || withAck[0])
+	if !wants && h.flags&hfLong == 0 && fail == eq.NIOK && AckReq(h.ack) == NoAckReq {
+		return
+	}
+	a.kind = msgAck
+	if !wants && fail == eq.NIOK {
+		a.flags = hfNoAck
+	}
+	if AckReq(h.ack) == NoAckReq && fail != eq.NIOK && h.flags&hfLong == 0 {
+		return // nobody waits for it
+	}
+	pr.sendOrQueue(&a)
+}
+
+// startLong pins the entry's range and builds the RDMA READs (put) or WRITEs (get)
+// against the initiator's segments; postTarget posts them after the engine lock is
+// released. A failure completes the operation at once (wrs is then nil). Called
+// with ni.mu held.
+func (ni *NI) startLong(pr *peer, h *header, payload []byte, t *pt, e *entry, res me.MatchResult, evs []me.Event) (*targetOp, []verbs.SendWR) {
+	top := &targetOp{pr: pr, h: *h, t: t, e: e, res: res, evs: append([]me.Event(nil), evs...)}
+	ni.evbuf = evs[:0]
+	ni.nextOp++
+	top.id = ni.nextOp
+	// Until completeTarget: the entry cannot be unlinked, the portal table entry
+	// cannot finish disabling, and an unexpected header this message left cannot be
+	// claimed (its data is not there yet).
+	e.inflight++
+	t.active++
+	if res.HeaderKept {
+		t.table.SetBusy(res.Unexpected, true)
+	}
+	fail := func(f eq.NIFail) (*targetOp, []verbs.SendWR) {
+		ni.status[SRMalformed].Add(1)
+		top.fail = f
+		ni.completeTarget(top)
+		return top, nil
+	}
+	reg, err := ni.registry()
+	if err != nil {
+		return fail(eq.NIUndeliverable)
+	}
+	p, err := reg.Pin(e.mem, res.LocalOffset, res.MLength)
+	if err != nil {
+		return fail(eq.NIUndeliverable)
+	}
+	top.pinned = p
+	local := p.SGEs(nil)
+	op := verbs.OpRDMARead
+	if h.kind == msgGet {
+		op = verbs.OpRDMAWrite
+	}
+	// Walk the initiator's segments and our SGEs together, one RDMA request per
+	// remote segment piece (at most 8 SGEs each).
+	remaining := res.MLength
+	li, loff := 0, uint64(0)
+	var wrs []verbs.SendWR
+	for i := 0; i+16 <= len(payload) && remaining > 0; i += 16 {
+		seg := getSeg(payload[i:])
+		n := min(uint64(seg.Len), remaining)
+		remaining -= n
+		var sg []verbs.SGE
+		raddr := seg.Addr
+		for n > 0 && li < len(local) {
+			l := local[li]
+			take := min(uint64(l.Length)-loff, n)
+			sg = append(sg, verbs.SGE{Addr: l.Addr + loff, Length: uint32(take), LKey: l.LKey})
+			n -= take
+			loff += take
+			if loff == uint64(l.Length) {
+				li, loff = li+1, 0
+			}
+			if len(sg) == 16 || n == 0 {
+				var sz uint64
+				for _, s := range sg {
+					sz += uint64(s.Length)
+				}
+				wrs = append(wrs, verbs.SendWR{ID: widTarget | top.id, Opcode: op, Flags: verbs.SendSignaled,
+					SG: sg, RemoteAddr: raddr, RKey: seg.RKey})
+				raddr += sz
+				sg = nil
+			}
+		}
+	}
+	if remaining > 0 || len(wrs) == 0 {
+		return fail(eq.NIDropped)
+	}
+	top.pending = len(wrs)
+	ni.tops[top.id] = top
+	return top, wrs
+}
+
+// postTarget posts a target operation's RDMA requests, or sends the answer of one
+// that already completed. Called without ni.mu: a full send queue makes post run
+// progress.
+func (ni *NI) postTarget(top *targetOp, wrs []verbs.SendWR) {
+	if wrs == nil {
+		ni.sendAnswer(top)
+		return
+	}
+	for i, wr := range wrs {
+		if err := top.pr.postOrQueue(wr); err != nil {
+			ni.mu.Lock()
+			top.fail = eq.NIUndeliverable
+			top.pending -= len(wrs) - i
+			done := top.pending == 0
+			if done {
+				delete(ni.tops, top.id)
+				ni.completeTarget(top)
+			}
+			ni.mu.Unlock()
+			if done {
+				ni.sendAnswer(top)
+			}
+			return
+		}
+	}
+}
+
+// targetDone accounts one finished RDMA request of a target operation.
+func (ni *NI) targetDone(id uint64, ok bool) {
+	ni.mu.Lock()
+	top := ni.tops[id]
+	if top == nil {
+		ni.mu.Unlock()
+		return
+	}
+	if !ok {
+		top.fail = eq.NIUndeliverable
+	}
+	if top.pending--; top.pending > 0 {
+		ni.mu.Unlock()
+		return
+	}
+	delete(ni.tops, id)
+	ni.completeTarget(top)
+	ni.mu.Unlock()
+	ni.sendAnswer(top)
+}
+
+// completeTarget posts a finished long operation's events and releases its
+// registration. Called with ni.mu held; sendAnswer follows without it.
+func (ni *NI) completeTarget(top *targetOp) {
+	if top.pinned != nil {
+		top.pinned.Release()
+		top.pinned = nil
+	}
+	ni.deliverEvents(top.t, top.evs, top.fail, top.e)
+	if top.res.HeaderKept {
+		top.t.table.SetBusy(top.res.Unexpected, false)
+	}
+	top.e.inflight--
+	top.t.active--
+}
+
+// waitEngine drives progress with ni.mu released until done holds; it is called and
+// returns with ni.mu held. It reports false, without waiting further, once the NI is
+// finalized.
+func (ni *NI) waitEngine(done func() bool) bool {
+	for !done() {
+		if ni.dead.Load() {
+			return false
+		}
+		ni.mu.Unlock()
+		ni.assist()
+		ni.mu.Lock()
+	}
+	return true
+}
+
+// sendAnswer sends the ACK or REPLY of a finished long operation.
+func (ni *NI) sendAnswer(top *targetOp) {
+	mlen := top.res.MLength
+	if top.fail != eq.NIOK {
+		mlen = 0
+	}
+	ni.answer(top.pr, &top.h, top.fail, mlen, top.res.LocalOffset, uint8(top.res.List), nil, !top.res.AckDisabled)
+}
+
+// scratch returns a reusable buffer of n bytes for the engine (under ni.mu).
+func (ni *NI) scratch(n int) []byte {
+	if cap(ni.buf1) < n {
+		ni.buf1 = make([]byte, n)
+	}
+	return ni.buf1[:n]
+}
+
+func (ni *NI) scratch2(n int) []byte {
+	if cap(ni.buf2) < n {
+		ni.buf2 = make([]byte, n)
+	}
+	return ni.buf2[:n]
+}

@@ -1,0 +1,106 @@
+package portals
+
+import (
+	"github.com/goportals/goportals/internal/nic"
+)
+
+// MESpec describes a match entry (ptl_me_t): the memory it exposes (Start, or
+// Iovecs), its counting event, the user allowed (UIDAny: all), options, the
+// initiator it accepts (MatchID, with NIDAny/PIDAny/RankAny wildcards), the match
+// and ignore bits, and MinFree for a locally managed entry.
+type MESpec struct {
+	Start      []byte
+	Iovecs     [][]byte
+	CT         *CT
+	UID        UID
+	Options    MEOptions
+	MatchID    ProcessID
+	MatchBits  MatchBits
+	IgnoreBits MatchBits
+	MinFree    uint64
+}
+
+// LESpec describes a list entry (ptl_le_t), the entry of an NI without matching.
+type LESpec struct {
+	Start   []byte
+	Iovecs  [][]byte
+	CT      *CT
+	UID     UID
+	Options MEOptions
+}
+
+// ME is an appended match or list entry (ptl_handle_me_t, ptl_handle_le_t).
+// Compare with ==.
+type ME struct {
+	ni *NI
+	e  *nic.ME
+}
+
+// LE is a list entry: the same handle as a match entry.
+type LE = ME
+
+func (s MESpec) core() nic.MESpec {
+	return nic.MESpec{Start: s.Start, Iovecs: s.Iovecs, CT: s.CT.core(), UID: s.UID, Options: s.Options,
+		MatchID: s.MatchID, MatchBits: s.MatchBits, IgnoreBits: s.IgnoreBits, MinFree: s.MinFree}
+}
+
+func (s LESpec) core() nic.LESpec {
+	return nic.LESpec{Start: s.Start, Iovecs: s.Iovecs, CT: s.CT.core(), UID: s.UID, Options: s.Options}
+}
+
+// Append appends a match entry to list of a matching NI's entry (PtlMEAppend).
+// cookie comes back in the entry's events (Event.UserPtr). Appending to the
+// priority list first searches the unexpected headers: a match is delivered at
+// once, as an overflow event.
+func (p *PT) Append(s MESpec, list List, cookie uint64) (*ME, error) {
+	if p == nil {
+		return nil, errNil("PtlMEAppend", "portal table entry")
+	}
+	e, err := p.ni.n.MEAppend(nic.PTIndex(p.idx), s.core(), list, cookie)
+	if err != nil {
+		return nil, err
+	}
+	return &ME{ni: p.ni, e: e}, nil
+}
+
+// AppendLE appends a list entry to list of a non-matching NI's entry (PtlLEAppend).
+func (p *PT) AppendLE(s LESpec, list List, cookie uint64) (*LE, error) {
+	if p == nil {
+		return nil, errNil("PtlLEAppend", "portal table entry")
+	}
+	e, err := p.ni.n.LEAppend(nic.PTIndex(p.idx), s.core(), list, cookie)
+	if err != nil {
+		return nil, err
+	}
+	return &ME{ni: p.ni, e: e}, nil
+}
+
+// Search searches the unexpected headers of a matching NI's entry for those s
+// matches (PtlMESearch): SearchOnly reports them, SearchDelete reports and removes
+// them, each as an EventSearch carrying cookie.
+func (p *PT) Search(s MESpec, op SearchOp, cookie uint64) error {
+	if p == nil {
+		return errNil("PtlMESearch", "portal table entry")
+	}
+	return p.ni.n.MESearch(nic.PTIndex(p.idx), s.core(), op, cookie)
+}
+
+// SearchLE is Search on a non-matching NI (PtlLESearch).
+func (p *PT) SearchLE(s LESpec, op SearchOp, cookie uint64) error {
+	if p == nil {
+		return errNil("PtlLESearch", "portal table entry")
+	}
+	return p.ni.n.LESearch(nic.PTIndex(p.idx), s.core(), op, cookie)
+}
+
+// NI returns the network interface the entry belongs to (PtlNIHandle).
+func (m *ME) NI() *NI { return m.ni }
+
+// Unlink removes the entry (PtlMEUnlink, PtlLEUnlink): InUse while a message is
+// being delivered into it.
+func (m *ME) Unlink() error {
+	if m == nil {
+		return errNil("PtlMEUnlink", "match entry")
+	}
+	return m.e.Unlink()
+}

@@ -1,0 +1,62 @@
+package portals
+
+import (
+	"github.com/goportals/goportals/internal/nic"
+)
+
+// MDSpec describes a memory descriptor (ptl_md_t): the memory (Start, or Iovecs
+// for a gather/scatter list), options, and the event queue and counting event of
+// its operations (nil: none).
+type MDSpec struct {
+	Start   []byte
+	Iovecs  [][]byte
+	Options MDOptions
+	EQ      *EQ
+	CT      *CT
+}
+
+// MD is a bound memory descriptor (ptl_handle_md_t): local memory that
+// operations send from or receive into. The library registers it underneath,
+// lazily and through the pin cache; no key is ever visible. Compare with ==.
+type MD struct {
+	ni *NI
+	m  *nic.MD
+}
+
+// MDBind binds a memory descriptor (PtlMDBind).
+func (ni *NI) MDBind(s MDSpec) (*MD, error) {
+	if ni == nil {
+		return nil, errNil("PtlMDBind", "NI")
+	}
+	cs := nic.MDSpec{Start: s.Start, Iovecs: s.Iovecs, Options: nic.MDOptions(s.Options), CT: s.CT.core()}
+	if s.EQ != nil {
+		cs.EQ = s.EQ.q
+	}
+	m, err := ni.n.MDBind(cs)
+	if err != nil {
+		return nil, err
+	}
+	return &MD{ni: ni, m: m}, nil
+}
+
+// NI returns the network interface the descriptor belongs to (PtlNIHandle).
+func (m *MD) NI() *NI { return m.ni }
+
+// Len returns the descriptor's length in bytes.
+func (m *MD) Len() uint64 { return m.m.Len() }
+
+// Release unbinds the descriptor (PtlMDRelease): InUse while operations on it are
+// still in flight.
+func (m *MD) Release() error {
+	if m == nil {
+		return errNil("PtlMDRelease", "memory descriptor")
+	}
+	return m.m.Release()
+}
+
+func (m *MD) core() *nic.MD {
+	if m == nil {
+		return nil
+	}
+	return m.m
+}
