@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"sync"
 
+	portals "github.com/goportals/goportals/internal/nic"
 	"github.com/goportals/goportals/internal/verbs"
-	"github.com/goportals/goportals/portals"
 )
 
 // NIInfo is the network interface part of the report.
