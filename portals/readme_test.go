@@ -4,8 +4,10 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -93,4 +95,58 @@ func at(lines []string, i int) string {
 		return lines[i]
 	}
 	return "(end)"
+}
+
+// TestDocsStayInside checks that the README's and docs/' relative links name files
+// of the repository, and that no Go or Markdown file cites notes kept outside it:
+// the repository explains itself.
+func TestDocsStayInside(t *testing.T) {
+	root := ".."
+	link := regexp.MustCompile(`\]\(([^)#]+)(#[^)]*)?\)`)
+	mds, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	mds = append(mds, filepath.Join(root, "README.md"))
+	for _, p := range mds {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(p), target)); err != nil {
+				t.Errorf("%s links to %s, which is not in the repository", p, target)
+			}
+		}
+	}
+	banned := []string{"design" + ".md", "shared" + " notes", "design" + " notes"}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if strings.HasPrefix(d.Name(), ".") && p != root {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, ".md") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, s := range banned {
+			if i := strings.Index(string(b), s); i >= 0 {
+				t.Errorf("%s:%d cites %q, outside the repository: carry the fact into the package docs or docs/",
+					p, strings.Count(string(b[:i]), "\n")+1, s)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
