@@ -312,3 +312,56 @@ func ExampleTrigger() {
 	// put into entry 2
 	// "first" "second"
 }
+
+// ExampleNI_SetMap addresses processes by rank on a logical NI. NIs are local:
+// each process initializes its own and learns its physical id; the ids are
+// exchanged out of band (by the program's own launcher, a file, a pipe) and every
+// process gives the same list to SetMap, so rank i is list[i]. Here the job is
+// this one process, rank 0.
+func ExampleNI_SetMap() {
+	if err := portals.Init(); err != nil {
+		log.Fatal(err)
+	}
+	defer portals.Fini()
+	phys, err := portals.NIInit(portals.IfaceDefault, portals.NIMatching|portals.NIPhysical, portals.PIDAny, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer phys.Fini()
+	self, err := phys.PhysID() // what this process would publish
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	ni, err := portals.NIInit(portals.IfaceDefault, portals.NIMatching|portals.NILogical, portals.PIDAny, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ni.Fini()
+	if err := ni.SetMap([]portals.ProcessID{self}); err != nil { // the gathered ids, in rank order
+		log.Fatal(err)
+	}
+	eq, err := ni.EQAlloc(16)
+	if err != nil {
+		log.Fatal(err)
+	}
+	pt, err := ni.PTAlloc(0, eq, portals.PTAny)
+	if err != nil {
+		log.Fatal(err)
+	}
+	mem := make([]byte, 8)
+	if _, err := pt.Append(portals.MESpec{Start: mem, UID: portals.UIDAny, Options: portals.MEOpPut,
+		MatchID: portals.ProcessID{Rank: portals.RankAny}, MatchBits: 3}, portals.PriorityList, 0); err != nil {
+		log.Fatal(err)
+	}
+	md, err := ni.MDBind(portals.MDSpec{Start: []byte("by rank!")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := md.All().Put(portals.Target{ID: portals.ProcessID{Rank: 0}, PT: pt.Index(), Match: 3}, portals.OpOptions{}); err != nil {
+		log.Fatal(err)
+	}
+	ev := waitFor(eq, portals.EventPut)
+	fmt.Printf("%q from rank %d\n", mem, ev.Initiator.Rank)
+	// Output: "by rank!" from rank 0
+}
