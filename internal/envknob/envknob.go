@@ -17,6 +17,8 @@ const (
 	Provider Name = "PTL_PROVIDER"
 	// SoftPin selects how the soft provider pins memory (internal/verbs/soft).
 	SoftPin Name = "PTL_SOFT_PIN"
+	// SoftPath forces the soft provider's path between processes (internal/verbs/soft).
+	SoftPath Name = "PTL_SOFT_PATH"
 	// Notifier selects the pin cache's notifier backend (driverhooks).
 	Notifier Name = "PTL_NOTIFIER"
 	// CheckPFN turns on the page-frame check of every pin-cache hit (driverhooks).
@@ -64,6 +66,8 @@ var knobs = []Knob{
 		Doc: "the verbs provider NIs use; auto: ibv when a device has an active port, else soft"},
 	{Name: SoftPin, Default: "auto", Values: "auto, io_uring, mlock", ReadBy: "internal/verbs/soft",
 		Doc: "how the soft provider pins registered memory: long-term page references in an io_uring buffer table (auto's choice where io_uring works), or mlock"},
+	{Name: SoftPath, Default: "auto", Values: "auto, tcp", ReadBy: "internal/verbs/soft",
+		Doc: "the soft provider's path between two processes; auto: shared memory and cross-memory attach inside a node (same kernel and network namespace), TCP between nodes; tcp: TCP always (tests, measurements)"},
 	{Name: Notifier, Default: "auto", Values: "auto, ebpf, seccomp, uffd, explicit", ReadBy: "driverhooks",
 		Doc: "the pin cache's notifier backend; auto: ebpf where CAP_BPF and CAP_PERFMON allow it, else uffd; seccomp only by name (its filter is one-way and inherited by children); see docs/notifier.md"},
 	{Name: CheckPFN, Default: "0", Values: "1, true, yes, on / 0, false, no, off", ReadBy: "driverhooks",

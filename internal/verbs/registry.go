@@ -2,11 +2,12 @@ package verbs
 
 import (
 	"errors"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/goportals/goportals/internal/envknob"
 )
 
 var registry struct {
@@ -49,7 +50,7 @@ func Lookup(name string) (Provider, error) {
 
 // EnvProvider is the environment variable Choose reads: auto (or empty), soft, ibv
 // or loopback.
-const EnvProvider = "PTL_PROVIDER"
+const EnvProvider = string(envknob.Provider)
 
 // Prober is implemented by providers whose usability depends on the machine (ibv:
 // libibverbs, a device with an active port). Probe returns nil when the provider can
@@ -68,7 +69,7 @@ const (
 )
 
 // Choose returns the provider named by PTL_PROVIDER (see Select).
-func Choose() (Provider, error) { return Select(os.Getenv(EnvProvider)) }
+func Choose() (Provider, error) { return Select(envknob.Get(envknob.Provider)) }
 
 // Select returns the provider for name: "auto" (or empty) is ibv when it probes
 // usable (a device with an active port) and soft otherwise; soft, ibv and loopback

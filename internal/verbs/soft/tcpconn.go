@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/goportals/goportals/internal/envknob"
 	"github.com/goportals/goportals/internal/verbs"
 )
 
@@ -19,11 +19,11 @@ import (
 // PTL_SOFT_PATH=tcp joins even two processes of one node over TCP (for tests and
 // measurements); unset or "auto" uses shared memory inside a node and TCP between
 // nodes.
-const EnvPath = "PTL_SOFT_PATH"
+const EnvPath = string(envknob.SoftPath)
 
 // forceTCP reports whether PTL_SOFT_PATH asks for TCP everywhere.
 func forceTCP() (bool, error) {
-	switch v := os.Getenv(EnvPath); v {
+	switch v := envknob.Get(envknob.SoftPath); v {
 	case "", "auto", "shm":
 		return false, nil
 	case "tcp":
