@@ -24,6 +24,7 @@ var knownEnv = []struct {
 }{
 	{name: verbs.EnvProvider, meaning: "verbs provider: auto (ibv with an active port, else soft), soft, ibv, loopback"},
 	{name: softPinEnv, meaning: "soft provider pin method: auto (io_uring fixed buffers, else mlock), " + soft.PinIOUring + ", " + soft.PinMlock},
+	{name: soft.EnvPath, meaning: "soft provider path between queue pairs: auto (shared memory in a node, TCP between nodes), tcp"},
 	{name: driverhooks.EnvNotifier, meaning: "memory notifier: auto (ebpf, else uffd), ebpf, seccomp, uffd, explicit"},
 	{name: driverhooks.CheckPFNEnv, meaning: "1: check page frames on every pin-cache hit (debug, root)"},
 	{name: regcache.EnvMaxEntries, meaning: "pin cache: most cached registrations"},
