@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/goportals/goportals/internal/verbs"
 	"github.com/goportals/goportals/internal/nic"
+	"github.com/goportals/goportals/internal/verbs"
 )
 
 // NIInfo is the network interface part of the report.
