@@ -1,61 +1,29 @@
 package main
 
 import (
-	"os"
-	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/goportals/goportals/driverhooks"
-	"github.com/goportals/goportals/internal/bootstrap"
-	"github.com/goportals/goportals/internal/verbs"
-	"github.com/goportals/goportals/internal/verbs/soft"
-	"github.com/goportals/goportals/regcache"
+	"github.com/goportals/goportals/internal/envknob"
 )
 
-// softPinEnv is the soft provider's pin-method knob (the provider keeps its name
-// unexported; TestKnownEnvComplete checks this list against the sources).
-const softPinEnv = "PTL_SOFT_PIN"
-
-// knownEnv are the PTL_* variables the library reads, with what they do.
-var knownEnv = []struct {
-	name, meaning string
-	secret        bool
-}{
-	{name: verbs.EnvProvider, meaning: "verbs provider: auto (ibv with an active port, else soft), soft, ibv, loopback"},
-	{name: softPinEnv, meaning: "soft provider pin method: auto (io_uring fixed buffers, else mlock), " + soft.PinIOUring + ", " + soft.PinMlock},
-	{name: driverhooks.EnvNotifier, meaning: "memory notifier: auto (ebpf, else uffd), ebpf, seccomp, uffd, explicit"},
-	{name: driverhooks.CheckPFNEnv, meaning: "1: check page frames on every pin-cache hit (debug, root)"},
-	{name: regcache.EnvMaxEntries, meaning: "pin cache: most cached registrations"},
-	{name: regcache.EnvMaxBytes, meaning: "pin cache: most pinned bytes (lowered to RLIMIT_MEMLOCK)"},
-	{name: regcache.EnvDisable, meaning: "pin cache: 1 registers per operation, caching nothing"},
-	{name: bootstrap.EnvRank, meaning: "rank, set by ptlrun"},
-	{name: bootstrap.EnvSize, meaning: "job size, set by ptlrun"},
-	{name: bootstrap.EnvAddr, meaning: "launcher's bootstrap server, set by ptlrun"},
-	{name: bootstrap.EnvJobKey, meaning: "job secret, set by ptlrun (value not shown)", secret: true},
-}
-
-// envReport lists the known variables with their values, and the PTL_* variables
-// set that no part of the library reads.
+// envReport lists every registered variable (package envknob) with its value,
+// and the PTL_* variables set that no part of the library reads. The job key's
+// value is never shown.
 func envReport() ([]EnvVar, []string) {
-	known := map[string]bool{}
 	var out []EnvVar
-	for _, k := range knownEnv {
-		known[k.name] = true
-		v, set := os.LookupEnv(k.name)
-		if set && k.secret {
+	for _, k := range envknob.All() {
+		v, set := envknob.Lookup(k.Name)
+		if set && k.Name == envknob.JobKey {
 			v = "(set, " + strconv.Itoa(len(v)) + " characters, not shown)"
 		}
-		out = append(out, EnvVar{Name: k.name, Set: set, Value: v, Meaning: k.meaning})
+		out = append(out, EnvVar{Name: string(k.Name), Set: set, Value: v, Meaning: k.Doc})
 	}
 	var unknown []string
-	for _, kv := range os.Environ() {
+	for _, kv := range envknob.Unknown("PTL_") {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "PTL_") && !known[k] {
-			unknown = append(unknown, k)
-		}
+		unknown = append(unknown, k)
 	}
-	sort.Strings(unknown)
 	return out, unknown
 }
 

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io/fs"
+	"github.com/goportals/goportals/internal/envknob"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -158,9 +154,9 @@ func TestTextReport(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
-	for _, k := range knownEnv {
-		if !strings.Contains(out, k.name) {
-			t.Errorf("report lacks variable %s", k.name)
+	for _, k := range envknob.All() {
+		if !strings.Contains(out, string(k.Name)) {
+			t.Errorf("report lacks variable %s", k.Name)
 		}
 	}
 }
@@ -186,62 +182,5 @@ func TestUsage(t *testing.T) {
 	}
 	if code := run([]string{"extra"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "usage") {
 		t.Errorf("extra argument: exit %d (%s), want 2 and the usage", code, errb.String())
-	}
-}
-
-// TestKnownEnvComplete finds every environment variable constant of the library's
-// sources (a "PTL_..." string assigned to a name containing "env", outside tests)
-// and checks that ptlinfo lists exactly those.
-func TestKnownEnvComplete(t *testing.T) {
-	root := filepath.Join("..", "..")
-	decl := regexp.MustCompile(`(?i)\b\w*env\w*\s*=\s*"(PTL_[A-Z0-9_]*[A-Z0-9])"`)
-	found := map[string]string{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != root {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			for _, m := range decl.FindAllStringSubmatch(sc.Text(), -1) {
-				found[m[1]] = path
-			}
-		}
-		return sc.Err()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(found) < 5 {
-		t.Fatalf("found only %v: the scan is broken", found)
-	}
-	var listed []string
-	for _, k := range knownEnv {
-		listed = append(listed, k.name)
-	}
-	var missing, extra []string
-	for name, path := range found {
-		if !slices.Contains(listed, name) {
-			missing = append(missing, name+" ("+path+")")
-		}
-	}
-	for _, name := range listed {
-		if _, ok := found[name]; !ok {
-			extra = append(extra, name)
-		}
-	}
-	sort.Strings(missing)
-	if len(missing) > 0 || len(extra) > 0 {
-		t.Errorf("ptlinfo's variables differ from the sources: not listed %v; listed but not read %v", missing, extra)
 	}
 }

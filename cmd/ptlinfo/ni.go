@@ -1,13 +1,13 @@
 package main
 
-// Everything ptlinfo takes from the portals engine lives in this file.
+// Everything ptlinfo takes from the protocol engine (internal/nic) lives in this file.
 
 import (
 	"context"
 	"fmt"
 	"sync"
 
-	portals "github.com/goportals/goportals/internal/nic"
+	"github.com/goportals/goportals/internal/nic"
 	"github.com/goportals/goportals/internal/verbs"
 )
 
@@ -17,7 +17,7 @@ type NIInfo struct {
 	Provider string `json:"provider"`
 	Device   string `json:"device"`
 	// Limits are the limits NIInit grants when asked for the largest values.
-	Limits *portals.Limits `json:"limits,omitempty"`
+	Limits *nic.Limits `json:"limits,omitempty"`
 	// Features names the Limits.Features bits.
 	Features []string `json:"features,omitempty"`
 	// EagerThreshold is the largest payload carried inline in the engine's messages;
@@ -62,13 +62,13 @@ func niInfo(provider string, dev verbs.Device) NIInfo {
 	if dev != nil {
 		info.Device = dev.Name()
 	}
-	p, err := portals.NewProcess(&loneRuntime{}, dev)
+	p, err := nic.NewProcess(&loneRuntime{}, dev)
 	if err != nil {
 		info.Error = err.Error()
 		return info
 	}
 	defer p.Close()
-	ni, err := p.NIInit(portals.IfaceDefault, portals.NIMatching|portals.NIPhysical, portals.PIDAny, nil)
+	ni, err := p.NIInit(nic.IfaceDefault, nic.NIMatching|nic.NIPhysical, nic.PIDAny, nil)
 	if err != nil {
 		info.Error = err.Error()
 		return info
@@ -79,9 +79,9 @@ func niInfo(provider string, dev verbs.Device) NIInfo {
 	for _, f := range []struct {
 		bit  uint32
 		name string
-	}{{portals.FeatureTargetBindInaccessible, "PTL_TARGET_BIND_INACCESSIBLE"},
-		{portals.FeatureTotalDataOrdering, "PTL_TOTAL_DATA_ORDERING"},
-		{portals.FeatureCoherentAtomics, "PTL_COHERENT_ATOMICS"}} {
+	}{{nic.FeatureTargetBindInaccessible, "PTL_TARGET_BIND_INACCESSIBLE"},
+		{nic.FeatureTotalDataOrdering, "PTL_TOTAL_DATA_ORDERING"},
+		{nic.FeatureCoherentAtomics, "PTL_COHERENT_ATOMICS"}} {
 		if lim.Features&f.bit != 0 {
 			info.Features = append(info.Features, f.name)
 		}

@@ -3,7 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
+	"github.com/goportals/goportals/internal/envknob"
 	"runtime"
 	"runtime/debug"
 	"sort"
@@ -105,7 +105,7 @@ func gather() Report {
 	var r Report
 	r.Build = buildInfo()
 	r.Env, r.UnknownEnv = envReport()
-	r.Selection.Requested = os.Getenv(verbs.EnvProvider)
+	r.Selection.Requested = envknob.Get(envknob.Provider)
 	chosen, reason, err := verbs.Explain(r.Selection.Requested)
 	if err != nil {
 		r.Selection.Error = err.Error()
@@ -157,7 +157,7 @@ func softDetail() string {
 		return "cannot open: " + err.Error()
 	}
 	defer c.Close()
-	return "pin method: " + c.PinMethod() + " (" + softPinEnv + " chooses)"
+	return "pin method: " + c.PinMethod() + " (" + string(envknob.SoftPin) + " chooses)"
 }
 
 // deviceDetail opens d to say what queue pairs on it would use.
@@ -244,17 +244,17 @@ func pinCacheReport() PinCacheInfo {
 		return info
 	}
 	// The knobs as the cache reads them (validated by CheckEnv above).
-	if v := os.Getenv(regcache.EnvMaxEntries); v != "" {
+	if v := envknob.Get(envknob.RCacheMaxEntries); v != "" {
 		if n, err := parseUint(v); err == nil {
 			info.MaxEntries = int(n)
 		}
 	}
-	if v := os.Getenv(regcache.EnvMaxBytes); v != "" {
+	if v := envknob.Get(envknob.RCacheMaxBytes); v != "" {
 		if n, err := parseSize(v); err == nil {
 			info.MaxBytes = n
 		}
 	}
-	if v := os.Getenv(regcache.EnvDisable); v != "" {
+	if v := envknob.Get(envknob.RCacheDisable); v != "" {
 		info.Disabled, _ = parseBool(v)
 	}
 	c, err := regcache.New[struct{}](nopRegistrar{}, regcache.Options{})

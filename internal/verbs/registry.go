@@ -97,13 +97,13 @@ func Explain(name string) (Provider, string, error) {
 			if perr == nil {
 				return p, "auto: ibv has a device with an active port", nil
 			}
-			why = append(why, "ibv: "+perr.Error())
+			why = append(why, named(nameIBV, perr))
 		} else {
 			why = append(why, "ibv: not linked into this program")
 		}
 		if p, err := Lookup(nameSoft); err == nil {
 			if perr := probe(p); perr != nil {
-				why = append(why, "soft: "+perr.Error())
+				why = append(why, named(nameSoft, perr))
 				return nil, "", Errorf(op, ErrNotSupported, errors.New(strings.Join(why, "; ")))
 			}
 			return p, "auto: soft (" + strings.Join(why, "; ") + ")", nil
@@ -123,6 +123,15 @@ func Explain(name string) (Provider, string, error) {
 		return nil, "", &OpError{Op: op, Err: perr}
 	}
 	return p, "requested by name", nil
+}
+
+// named prefixes err's text with the provider name unless it starts with it.
+func named(name string, err error) string {
+	msg := err.Error()
+	if strings.HasPrefix(msg, name+":") {
+		return msg
+	}
+	return name + ": " + msg
 }
 
 // probe runs p's Probe when it has one.
