@@ -6,19 +6,31 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/goportals/goportals/internal/envknob"
 )
+
+// lookupEnv is how Open reads the environment: the launcher's PTL_ variables
+// through envknob, where every goportals variable is registered, and other
+// launchers' variables (PMI_*, OMPI_*, SLURM_*) directly.
+func lookupEnv(name string) (string, bool) {
+	if strings.HasPrefix(name, "PTL_") {
+		return envknob.Lookup(envknob.Name(name))
+	}
+	return os.LookupEnv(name)
+}
 
 // Environment variables that ptlrun (Launch) gives each rank; see doc.go.
 const (
 	// EnvRank holds the rank, a decimal in [0, size).
-	EnvRank = "PTL_RANK"
+	EnvRank = string(envknob.Rank)
 	// EnvSize holds the job size, a decimal ≥ 1.
-	EnvSize = "PTL_SIZE"
+	EnvSize = string(envknob.Size)
 	// EnvAddr holds the launcher's bootstrap server: "tcp:HOST:PORT" or "unix:PATH".
-	EnvAddr = "PTL_BOOTSTRAP_ADDR"
+	EnvAddr = string(envknob.BootstrapAddr)
 	// EnvJobKey holds the job's secret key (64 hex digits) that authenticates a
 	// rank to the server.
-	EnvJobKey = "PTL_JOB_KEY"
+	EnvJobKey = string(envknob.JobKey)
 )
 
 // ClientConfig says how a rank reaches its launcher's server; Dial takes it.
@@ -127,7 +139,7 @@ func foreignLauncher(lookup func(string) (string, bool)) (name string, size int,
 // EnvPMIVersion forces the PMI version spoken over PMI_FD: "1" or "2". Without
 // it PMI-2 is used when the launcher set PMI_JOBID (Slurm's srun --mpi=pmi2
 // does, hydra does not), PMI-1 otherwise; PMI_PORT always means PMI-1.
-const EnvPMIVersion = "PTL_PMI_VERSION"
+const EnvPMIVersion = string(envknob.PMIVersion)
 
 // openLauncher opens the backend of the launcher that foreignLauncher found:
 // PMI over PMI_FD or PMI_PORT first, then the Slurm and Open MPI environments
@@ -196,7 +208,7 @@ func openLauncher(ctx context.Context, lookup func(string) (string, bool)) (Boot
 // job, so that Open will not return a lone process: ptlrun (PTL_BOOTSTRAP_ADDR),
 // a PMI launcher, Open MPI or Slurm with more than one rank. Tools that
 // otherwise start their own ranks (ptlbench) ask it first.
-func Launched() bool { return launchedFrom(os.LookupEnv) }
+func Launched() bool { return launchedFrom(lookupEnv) }
 
 // launchedFrom is Launched with the environment read through lookup.
 func launchedFrom(lookup func(string) (string, bool)) bool {

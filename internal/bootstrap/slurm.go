@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/goportals/goportals/internal/envknob"
 )
 
 // EnvRendezvous overrides where the ranks of a Slurm or Open MPI job started
@@ -22,7 +24,7 @@ import (
 // node of its step, on the first port Slurm reserved for the step
 // (SLURM_STEP_RESV_PORTS, from MpiParams=ports=...) or else a port derived from
 // the job and step ids.
-const EnvRendezvous = "PTL_RENDEZVOUS"
+const EnvRendezvous = string(envknob.Rendezvous)
 
 // rendezvousTimeout bounds the wait for rank 0's server when the caller's
 // context has no deadline.
