@@ -65,6 +65,13 @@ func (p *pmiConn) write(b []byte) error {
 // reports before it is sent, because hydra ends the whole job on a malformed
 // request. Puts are kept in the process until Fence sends them.
 //
+// A Get asks the launcher once per Fence since that key of that rank was last
+// read (newest first), plus once per further chunk of the value.
+//
+// Under PMI-2 without PMI_JOBID (hydra), Fence and Barrier also wait until
+// every rank's marker for the fence is visible, since hydra 4.0 answers
+// kvs-fence before the other ranks arrive.
+//
 // PMI cannot withdraw a request: a call whose context ends while its request
 // is in flight returns the context's error and leaves the backend unusable
 // (later calls fail with ErrClosed saying so).
