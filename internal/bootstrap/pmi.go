@@ -195,14 +195,18 @@ func (p *PMI) exchange(ctx context.Context, fn func() error) error {
 	if term != nil {
 		return term
 	}
-	stop := context.AfterFunc(ctx, func() { p.conn.c.SetDeadline(time.Unix(1, 0)) })
+	set := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		p.conn.c.SetDeadline(time.Unix(1, 0))
+		close(set)
+	})
 	err := fn()
-	stopped := stop()
-	if !stopped || ctx.Err() != nil {
-		// The deadline may have been set: clear it, and if the exchange did not
-		// complete, the stream is out of step for good.
+	if !stop() {
+		// The deadline is being set: wait for it, then clear it; if the
+		// exchange did not complete, the stream is out of step for good.
+		<-set
 		p.conn.c.SetDeadline(time.Time{})
-		if err != nil {
+		if err != nil && !isReplyErr(err) {
 			p.fail(errDetail(ErrClosed, "an earlier PMI request was interrupted by its context (%v); PMI cannot withdraw a request, so this connection is unusable", ctx.Err()))
 			return ctx.Err()
 		}
