@@ -374,6 +374,10 @@ func TestOpenPMI(t *testing.T) {
 			if err := b.Close(); err != nil {
 				t.Fatal(err)
 			}
+			// The descriptor stays taken: a second Open is refused.
+			if _, err := openFrom(t.Context(), envMap(tc.env)); !errors.Is(err, ErrBadEnv) || !strings.Contains(err.Error(), "already") {
+				t.Errorf("second Open on the same PMI_FD: %v", err)
+			}
 			f.shutdown()
 		})
 	}
