@@ -1,0 +1,281 @@
+package rma
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/goportals/goportals/portals"
+)
+
+// This file is rma's only contact with the job: which rank this process is, how
+// many there are, the network interface every window lives on, and the two
+// collectives the windows need (allgather of one number, and so a barrier).
+//
+// Today the launcher's bootstrap belongs to portals.Init, which joins the job, and
+// a logical NI's NIInit connects the ranks and sets its map from the job. The
+// collectives therefore run over Portals itself, on portal table entry ctlPT of
+// that NI: each rank exposes a slot array there and puts its value into every
+// peer's slot; a counting event on the slots tells when all peers' values are in.
+// When package job provides Join, Barrier, an exchange and Map, this file
+// changes and nothing else does.
+
+// ctlPT is the portal table index of the collectives' slots; windows use the
+// indexes above it.
+const ctlPT portals.PTIndex = 0
+
+// jobState is this process's membership in the job, shared by its windows.
+type jobState struct {
+	ni         *portals.NI
+	rank, size int
+
+	coll  sync.Mutex // one collective at a time, in the same order on every rank
+	epoch uint64     // collectives completed
+	slots []byte     // two halves of size 8-byte slots, by epoch parity
+	le    *portals.LE
+	ct    *portals.CT // counts the peers' puts into slots
+	out   []byte      // the 8 bytes this rank sends
+	outMD *portals.MD
+	acks  *portals.EQ // send and acknowledgment events of the puts from out
+	broken error      // set when a collective was abandoned midway
+
+	pts  map[portals.PTIndex]bool // window indexes in use
+	refs int
+}
+
+var joined struct {
+	mu sync.Mutex
+	j  *jobState
+}
+
+// acquireJob joins the job on the first call (initializing Portals and the NI
+// the windows share) and counts a reference; releaseJob drops it.
+func acquireJob(ctx context.Context) (*jobState, error) {
+	joined.mu.Lock()
+	defer joined.mu.Unlock()
+	if joined.j != nil {
+		joined.j.refs++
+		return joined.j, nil
+	}
+	j, err := join(ctx)
+	if err != nil {
+		return nil, err
+	}
+	j.refs = 1
+	joined.j = j
+	return j, nil
+}
+
+// releaseJob drops one reference; the last leaves the job: the collectives' entry
+// is removed and the NI and the library finalized.
+func releaseJob(j *jobState) {
+	joined.mu.Lock()
+	defer joined.mu.Unlock()
+	if j.refs--; j.refs > 0 {
+		return
+	}
+	joined.j = nil
+	j.le.Unlink()
+	if pt, ok := j.ni.PT(ctlPT); ok {
+		pt.Free()
+	}
+	j.outMD.Release()
+	j.ct.Free()
+	j.acks.Free()
+	j.ni.Fini()
+	portals.Fini()
+}
+
+// join initializes Portals, the non-matching logical NI, and the collectives'
+// entry.
+func join(ctx context.Context) (_ *jobState, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := portals.Init(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			portals.Fini()
+		}
+	}()
+	ni, err := portals.NIInit(portals.IfaceDefault, portals.NINoMatching|portals.NILogical, portals.PIDAny, nil)
+	if err != nil {
+		return nil, err
+	}
+	j := &jobState{ni: ni, pts: map[portals.PTIndex]bool{}}
+	defer func() {
+		if err != nil {
+			j.free()
+		}
+	}()
+	id, err := ni.ID()
+	if err != nil {
+		return nil, err
+	}
+	m, err := ni.Map()
+	if err != nil {
+		return nil, err
+	}
+	j.rank, j.size = int(id.Rank), len(m)
+	if j.acks, err = ni.EQAlloc(2*j.size + 8); err != nil {
+		return nil, err
+	}
+	if j.ct, err = ni.CTAlloc(); err != nil {
+		return nil, err
+	}
+	pt, err := ni.PTAlloc(0, nil, ctlPT)
+	if err != nil {
+		return nil, err
+	}
+	j.slots = make([]byte, 2*8*j.size)
+	if j.le, err = pt.AppendLE(portals.LESpec{Start: j.slots, CT: j.ct, UID: portals.UIDAny,
+		Options: portals.MEOpPut | portals.MEEventCTComm}, portals.PriorityList, 0); err != nil {
+		return nil, err
+	}
+	j.out = make([]byte, 8)
+	if j.outMD, err = ni.MDBind(portals.MDSpec{Start: j.out, EQ: j.acks}); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// free releases what join made (nil parts are skipped), then the NI.
+func (j *jobState) free() {
+	if j.le != nil {
+		j.le.Unlink()
+	}
+	if pt, ok := j.ni.PT(ctlPT); ok {
+		pt.Free()
+	}
+	if j.outMD != nil {
+		j.outMD.Release()
+	}
+	if j.ct != nil {
+		j.ct.Free()
+	}
+	if j.acks != nil {
+		j.acks.Free()
+	}
+	j.ni.Fini()
+}
+
+// allgather is collective: every rank contributes v and gets every rank's value,
+// by rank. When it returns on any rank, every rank has entered it, so whatever a
+// rank did before calling it (linking a window's entry) is done everywhere.
+func (j *jobState) allgather(ctx context.Context, v uint64) ([]uint64, error) {
+	j.coll.Lock()
+	defer j.coll.Unlock()
+	if j.broken != nil {
+		return nil, j.broken
+	}
+	// Slots alternate halves by epoch: a peer can be at most one collective ahead
+	// of this rank (it cannot finish the next without this rank's value), so it
+	// never overwrites a value this rank has not read yet.
+	half := int(j.epoch+1) % 2 * j.size
+	binary.LittleEndian.PutUint64(j.out, v)
+	binary.LittleEndian.PutUint64(j.slots[8*(half+j.rank):], v)
+	peers := make([]int, 0, j.size-1)
+	for r := 0; r < j.size; r++ {
+		if r != j.rank {
+			peers = append(peers, r)
+		}
+	}
+	if err := j.send(ctx, peers, uint64(8*(half+j.rank))); err != nil {
+		// Events of this round may still arrive: the collectives cannot be trusted
+		// any more.
+		j.broken = err
+		return nil, err
+	}
+	if _, err := j.ct.Wait(ctx, (j.epoch+1)*uint64(j.size-1)); err != nil {
+		j.broken = err
+		return nil, err
+	}
+	j.epoch++
+	vals := make([]uint64, j.size)
+	for r := range vals {
+		vals[r] = binary.LittleEndian.Uint64(j.slots[8*(half+r):])
+	}
+	return vals, nil
+}
+
+// send puts out into slot off of every peer and waits until out may be reused.
+//
+// The job's first collective asks for acknowledgments: a peer that has not linked
+// its slots yet (it is still joining) drops the put, which is sent again until
+// the peer takes it. Once every peer has taken one, the slots stay linked until
+// the peer leaves, which it does only after the last collective; later
+// collectives need no acknowledgment, and so no answer from a peer that may be
+// leaving.
+func (j *jobState) send(ctx context.Context, peers []int, off uint64) error {
+	ack := portals.NoAckReq
+	if j.epoch == 0 {
+		ack = portals.AckReqFull
+	}
+	for wait := 20 * time.Microsecond; len(peers) > 0; wait = min(2*wait, 5*time.Millisecond) {
+		for _, r := range peers {
+			to := portals.Target{ID: portals.ProcessID{Rank: portals.Rank(r)}, PT: ctlPT, Offset: off}
+			if err := j.outMD.All().Put(to, portals.OpOptions{Ack: ack, Cookie: uint64(r)}); err != nil {
+				return err
+			}
+		}
+		perPeer := 1 // EventSend
+		if ack == portals.AckReqFull {
+			perPeer = 2 // and EventAck
+		}
+		var again []int
+		for want := len(peers) * perPeer; want > 0; want-- {
+			ev, err := j.acks.Wait(ctx)
+			if err != nil {
+				return err
+			}
+			switch {
+			case ev.NIFail == portals.NIOK:
+			case ev.Type == portals.EventAck && ev.NIFail == portals.NIDropped:
+				again = append(again, int(ev.UserPtr))
+			default:
+				return fmt.Errorf("rank %d: %w", ev.UserPtr, &RemoteError{Fail: ev.NIFail, Count: 1})
+			}
+		}
+		if peers = again; len(peers) > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
+	}
+	return nil
+}
+
+// barrier is collective: it returns once every rank has called it.
+func (j *jobState) barrier(ctx context.Context) error {
+	_, err := j.allgather(ctx, 0)
+	return err
+}
+
+// takePT reserves the lowest free window index. Windows are opened in the same
+// order on every rank, so every rank picks the same index for the same window.
+func (j *jobState) takePT() (portals.PTIndex, error) {
+	joined.mu.Lock()
+	defer joined.mu.Unlock()
+	for i := ctlPT + 1; int(i) <= j.ni.Limits().MaxPTIndex; i++ {
+		if !j.pts[i] {
+			j.pts[i] = true
+			return i, nil
+		}
+	}
+	return 0, portals.PTFull
+}
+
+// givePT returns a window index.
+func (j *jobState) givePT(i portals.PTIndex) {
+	joined.mu.Lock()
+	defer joined.mu.Unlock()
+	delete(j.pts, i)
+}
