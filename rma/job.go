@@ -31,15 +31,15 @@ type jobState struct {
 	ni         *portals.NI
 	rank, size int
 
-	coll  sync.Mutex // one collective at a time, in the same order on every rank
-	epoch uint64     // collectives completed
-	slots []byte     // two halves of size 8-byte slots, by epoch parity
-	le    *portals.LE
-	ct    *portals.CT // counts the peers' puts into slots
-	out   []byte      // the 8 bytes this rank sends
-	outMD *portals.MD
-	acks  *portals.EQ // send and acknowledgment events of the puts from out
-	broken error      // set when a collective was abandoned midway
+	coll   sync.Mutex // one collective at a time, in the same order on every rank
+	epoch  uint64     // collectives completed
+	slots  []byte     // two halves of size 8-byte slots, by epoch parity
+	le     *portals.LE
+	ct     *portals.CT // counts the peers' puts into slots
+	out    []byte      // the 8 bytes this rank sends
+	outMD  *portals.MD
+	acks   *portals.EQ // send and acknowledgment events of the puts from out
+	broken error       // set when a collective was abandoned midway
 
 	pts  map[portals.PTIndex]bool // window indexes in use
 	refs int
