@@ -46,8 +46,9 @@ type jobState struct {
 }
 
 var joined struct {
-	mu sync.Mutex
-	j  *jobState
+	mu     sync.Mutex
+	j      *jobState
+	inited bool // portals.Init succeeded; the process stays in the job until it exits
 }
 
 // acquireJob joins the job on the first call (initializing Portals and the NI
@@ -68,8 +69,9 @@ func acquireJob(ctx context.Context) (*jobState, error) {
 	return j, nil
 }
 
-// releaseJob drops one reference; the last leaves the job: the collectives' entry
-// is removed and the NI and the library finalized.
+// releaseJob drops one reference; the last removes the collectives' entry and
+// finalizes the NI. The library itself stays initialized: the launcher admits a
+// process to the job once, so a later Open joins the same job again on a new NI.
 func releaseJob(j *jobState) {
 	joined.mu.Lock()
 	defer joined.mu.Unlock()
@@ -85,23 +87,20 @@ func releaseJob(j *jobState) {
 	j.ct.Free()
 	j.acks.Free()
 	j.ni.Fini()
-	portals.Fini()
 }
 
-// join initializes Portals, the non-matching logical NI, and the collectives'
-// entry.
+// join initializes Portals (once per process), the non-matching logical NI, and
+// the collectives' entry. Called with joined.mu held.
 func join(ctx context.Context) (_ *jobState, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := portals.Init(); err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			portals.Fini()
+	if !joined.inited {
+		if err := portals.Init(); err != nil {
+			return nil, err
 		}
-	}()
+		joined.inited = true
+	}
 	ni, err := portals.NIInit(portals.IfaceDefault, portals.NINoMatching|portals.NILogical, portals.PIDAny, nil)
 	if err != nil {
 		return nil, err
