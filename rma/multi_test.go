@@ -303,7 +303,7 @@ func failures(ctx context.Context) error {
 		{"Put to rank Size()+5", w.Put(n+5, buf, 0), rma.ErrBadRank},
 		{"WriteAt at a negative offset", w.WriteAt(ctx, 0, buf, -1), rma.ErrOutOfRange},
 		{"WriteAt across the end", w.WriteAt(ctx, 1, buf, 1024-15), rma.ErrOutOfRange},
-		{"ReadAt past the end", w.ReadAt(ctx, 1, buf, 1 << 40), rma.ErrOutOfRange},
+		{"ReadAt past the end", w.ReadAt(ctx, 1, buf, 1<<40), rma.ErrOutOfRange},
 		{"Put across the end", w.Put(1, buf, 1020), rma.ErrOutOfRange},
 	}
 	_, err = rma.FetchAdd(ctx, w, 1, 4, uint64(1))
