@@ -78,7 +78,7 @@ type RemoteError struct {
 // Error describes the failure.
 func (e *RemoteError) Error() string {
 	if e.Fail == portals.NIOK {
-		return fmt.Sprintf("%d operations failed at their targets", e.Count)
+		return fmt.Sprintf("%d operation(s) failed at the target", e.Count)
 	}
 	return "target reported " + e.Fail.String()
 }

@@ -400,3 +400,44 @@ func windows(ctx context.Context) error {
 	}
 	return wc.Close(ctx)
 }
+
+func init() { scenarios["peerlost"] = peerLost }
+
+func TestPeerLost2(t *testing.T) { launch(t, "peerlost", 2) }
+
+// peerLost: rank 1 exits right after Open, without closing; rank 0's calls then
+// fail with a *RemoteError (the peer is unreachable) instead of hanging.
+func peerLost(ctx context.Context) error {
+	mem := make([]byte, 64)
+	w, err := rma.Open(ctx, mem)
+	if err != nil {
+		return err
+	}
+	if w.Rank() != 0 {
+		return nil // leave at once: the process ends with its window open
+	}
+	// Until rank 1's exit is noticed, writes still land.
+	for {
+		err = w.WriteAt(ctx, 1, []byte("anyone?"), 0)
+		if err != nil {
+			break
+		}
+	}
+	var re *rma.RemoteError
+	if !errors.Is(err, rma.ErrRemote) || !errors.As(err, &re) || !errors.Is(err, portals.Fail) {
+		return fmt.Errorf("WriteAt to a rank that exited: %v, want a *RemoteError", err)
+	}
+	if _, err := rma.FetchAdd(ctx, w, 1, 0, uint64(1)); !errors.Is(err, rma.ErrRemote) {
+		return fmt.Errorf("FetchAdd on a rank that exited: %v, want ErrRemote", err)
+	}
+	if err := w.Put(1, []byte("hello"), 8); err != nil {
+		return fmt.Errorf("Put to a rank that exited: %v (its failure is Flush's to report)", err)
+	}
+	err = w.Flush(ctx)
+	if !errors.As(err, &re) || re.Count != 1 {
+		return fmt.Errorf("Flush after a put to a rank that exited: %v, want a *RemoteError counting 1", err)
+	}
+	fmt.Println("rank 0 saw the lost peer:", err)
+	// The job is broken: leave without the collective Close.
+	return nil
+}
