@@ -46,8 +46,8 @@
 //
 // All windows live on one non-matching, logically addressed network interface of
 // the process (portals.NINoMatching|portals.NILogical), which rma owns: portal
-// table entry 0 holds the job's collectives, and each window takes the lowest
-// free index above it (the same on every rank, since windows are opened in the
+// table entries 0 and 1 hold the job's collectives, and each window takes the
+// lowest free index above them (the same on every rank, since windows are opened in the
 // same order). A window is one persistent list entry over the exposed memory that
 // accepts puts, gets and atomics and counts each arrival on a counting event
 // (Window.Arrivals). Open exchanges the ranks' window lengths, so an access

@@ -16,15 +16,19 @@ import (
 //
 // Today the launcher's bootstrap belongs to portals.Init, which joins the job, and
 // a logical NI's NIInit connects the ranks and sets its map from the job. The
-// collectives therefore run over Portals itself, on portal table entry ctlPT of
-// that NI: each rank exposes a slot array there and puts its value into every
-// peer's slot; a counting event on the slots tells when all peers' values are in.
+// collectives therefore run over Portals itself, on two portal table entries of
+// that NI (ctlPT and ctlPT+1, used by alternate collectives): each rank exposes
+// an array of slots, one per rank, on each, and puts its value into its slot at
+// every peer; a counting event per entry tells when all peers' values are in.
 // When package job provides Join, Barrier, an exchange and Map, this file
 // changes and nothing else does.
 
-// ctlPT is the portal table index of the collectives' slots; windows use the
-// indexes above it.
+// ctlPT and ctlPT+1 are the portal table indexes of the collectives' slots;
+// windows use the indexes above them.
 const ctlPT portals.PTIndex = 0
+
+// firstWindowPT is the lowest index a window takes.
+const firstWindowPT = ctlPT + 2
 
 // jobState is this process's membership in the job, shared by its windows.
 type jobState struct {
@@ -33,10 +37,11 @@ type jobState struct {
 
 	coll   sync.Mutex // one collective at a time, in the same order on every rank
 	epoch  uint64     // collectives completed
-	slots  []byte     // two halves of size 8-byte slots, by epoch parity
-	le     *portals.LE
-	ct     *portals.CT // counts the peers' puts into slots
-	out    []byte      // the 8 bytes this rank sends
+	slots  [2][]byte  // by epoch parity: size 8-byte slots, exposed on ctlPT+parity
+	le     [2]*portals.LE
+	ct     [2]*portals.CT // count the peers' puts into slots[parity]
+	rounds [2]uint64      // collectives completed, by parity
+	out    []byte         // the 8 bytes this rank sends
 	outMD  *portals.MD
 	acks   *portals.EQ // send and acknowledgment events of the puts from out
 	broken error       // set when a collective was abandoned midway
@@ -79,14 +84,7 @@ func releaseJob(j *jobState) {
 		return
 	}
 	joined.j = nil
-	j.le.Unlink()
-	if pt, ok := j.ni.PT(ctlPT); ok {
-		pt.Free()
-	}
-	j.outMD.Release()
-	j.ct.Free()
-	j.acks.Free()
-	j.ni.Fini()
+	j.free()
 }
 
 // join initializes Portals (once per process), the non-matching logical NI, and
@@ -123,17 +121,21 @@ func join(ctx context.Context) (_ *jobState, err error) {
 	if j.acks, err = ni.EQAlloc(2*j.size + 8); err != nil {
 		return nil, err
 	}
-	if j.ct, err = ni.CTAlloc(); err != nil {
-		return nil, err
-	}
-	pt, err := ni.PTAlloc(0, nil, ctlPT)
-	if err != nil {
-		return nil, err
-	}
-	j.slots = make([]byte, 2*8*j.size)
-	if j.le, err = pt.AppendLE(portals.LESpec{Start: j.slots, CT: j.ct, UID: portals.UIDAny,
-		Options: portals.MEOpPut | portals.MEEventCTComm}, portals.PriorityList, 0); err != nil {
-		return nil, err
+	// Parity 0 is linked before parity 1, which the first collective uses: a peer
+	// that took a put there has both linked.
+	for p := range 2 {
+		if j.ct[p], err = ni.CTAlloc(); err != nil {
+			return nil, err
+		}
+		pt, err := ni.PTAlloc(0, nil, ctlPT+portals.PTIndex(p))
+		if err != nil {
+			return nil, err
+		}
+		j.slots[p] = make([]byte, 8*j.size)
+		if j.le[p], err = pt.AppendLE(portals.LESpec{Start: j.slots[p], CT: j.ct[p], UID: portals.UIDAny,
+			Options: portals.MEOpPut | portals.MEEventCTComm}, portals.PriorityList, 0); err != nil {
+			return nil, err
+		}
 	}
 	j.out = make([]byte, 8)
 	if j.outMD, err = ni.MDBind(portals.MDSpec{Start: j.out, EQ: j.acks}); err != nil {
@@ -144,17 +146,19 @@ func join(ctx context.Context) (_ *jobState, err error) {
 
 // free releases what join made (nil parts are skipped), then the NI.
 func (j *jobState) free() {
-	if j.le != nil {
-		j.le.Unlink()
-	}
-	if pt, ok := j.ni.PT(ctlPT); ok {
-		pt.Free()
+	for p := range 2 {
+		if j.le[p] != nil {
+			j.le[p].Unlink()
+		}
+		if pt, ok := j.ni.PT(ctlPT + portals.PTIndex(p)); ok {
+			pt.Free()
+		}
+		if j.ct[p] != nil {
+			j.ct[p].Free()
+		}
 	}
 	if j.outMD != nil {
 		j.outMD.Release()
-	}
-	if j.ct != nil {
-		j.ct.Free()
 	}
 	if j.acks != nil {
 		j.acks.Free()
@@ -171,37 +175,42 @@ func (j *jobState) allgather(ctx context.Context, v uint64) ([]uint64, error) {
 	if j.broken != nil {
 		return nil, j.broken
 	}
-	// Slots alternate halves by epoch: a peer can be at most one collective ahead
-	// of this rank (it cannot finish the next without this rank's value), so it
-	// never overwrites a value this rank has not read yet.
-	half := int(j.epoch+1) % 2 * j.size
+	// Collectives alternate between the two slot arrays, each with its own
+	// counter. A peer can be at most one collective ahead of this rank: it cannot
+	// finish the next one without this rank's value, sent only after this one is
+	// done. So while this rank waits for collective e, the only puts that reach
+	// array e%2 are those of e itself (no peer can be at e+2), and no peer
+	// overwrites a value of e before this rank has read it.
+	p := int(j.epoch+1) % 2
 	binary.LittleEndian.PutUint64(j.out, v)
-	binary.LittleEndian.PutUint64(j.slots[8*(half+j.rank):], v)
+	binary.LittleEndian.PutUint64(j.slots[p][8*j.rank:], v)
 	peers := make([]int, 0, j.size-1)
 	for r := 0; r < j.size; r++ {
 		if r != j.rank {
 			peers = append(peers, r)
 		}
 	}
-	if err := j.send(ctx, peers, uint64(8*(half+j.rank))); err != nil {
+	if err := j.send(ctx, peers, ctlPT+portals.PTIndex(p), uint64(8*j.rank)); err != nil {
 		// Events of this round may still arrive: the collectives cannot be trusted
 		// any more.
 		j.broken = err
 		return nil, err
 	}
-	if _, err := j.ct.Wait(ctx, (j.epoch+1)*uint64(j.size-1)); err != nil {
+	if _, err := j.ct[p].Wait(ctx, (j.rounds[p]+1)*uint64(j.size-1)); err != nil {
 		j.broken = err
 		return nil, err
 	}
+	j.rounds[p]++
 	j.epoch++
 	vals := make([]uint64, j.size)
 	for r := range vals {
-		vals[r] = binary.LittleEndian.Uint64(j.slots[8*(half+r):])
+		vals[r] = binary.LittleEndian.Uint64(j.slots[p][8*r:])
 	}
 	return vals, nil
 }
 
-// send puts out into slot off of every peer and waits until out may be reused.
+// send puts out at offset off of entry pt of every peer and waits until out may
+// be reused.
 //
 // The job's first collective asks for acknowledgments: a peer that has not linked
 // its slots yet (it is still joining) drops the put, which is sent again until
@@ -209,14 +218,14 @@ func (j *jobState) allgather(ctx context.Context, v uint64) ([]uint64, error) {
 // the peer leaves, which it does only after the last collective; later
 // collectives need no acknowledgment, and so no answer from a peer that may be
 // leaving.
-func (j *jobState) send(ctx context.Context, peers []int, off uint64) error {
+func (j *jobState) send(ctx context.Context, peers []int, pt portals.PTIndex, off uint64) error {
 	ack := portals.NoAckReq
 	if j.epoch == 0 {
 		ack = portals.AckReqFull
 	}
 	for wait := 20 * time.Microsecond; len(peers) > 0; wait = min(2*wait, 5*time.Millisecond) {
 		for _, r := range peers {
-			to := portals.Target{ID: portals.ProcessID{Rank: portals.Rank(r)}, PT: ctlPT, Offset: off}
+			to := portals.Target{ID: portals.ProcessID{Rank: portals.Rank(r)}, PT: pt, Offset: off}
 			if err := j.outMD.All().Put(to, portals.OpOptions{Ack: ack, Cookie: uint64(r)}); err != nil {
 				return err
 			}
@@ -263,7 +272,7 @@ func (j *jobState) barrier(ctx context.Context) error {
 func (j *jobState) takePT() (portals.PTIndex, error) {
 	joined.mu.Lock()
 	defer joined.mu.Unlock()
-	for i := ctlPT + 1; int(i) <= j.ni.Limits().MaxPTIndex; i++ {
+	for i := firstWindowPT; int(i) <= j.ni.Limits().MaxPTIndex; i++ {
 		if !j.pts[i] {
 			j.pts[i] = true
 			return i, nil

@@ -441,3 +441,39 @@ func peerLost(ctx context.Context) error {
 	// The job is broken: leave without the collective Close.
 	return nil
 }
+
+func init() { scenarios["collectives"] = collectives }
+
+func TestCollectives4(t *testing.T) { launch(t, "collectives", 4) }
+
+// collectives: back-to-back collectives (Open exchanges the window lengths, Close
+// and Barrier synchronize) in which each rank sees every rank's length of that
+// very round, never one of an earlier or later round; ranks that run ahead must
+// not disturb ranks still at an earlier one.
+func collectives(ctx context.Context) error {
+	base, err := rma.Open(ctx, nil) // keeps the job joined between rounds
+	if err != nil {
+		return err
+	}
+	me := base.Rank()
+	for round := range 60 {
+		w, err := rma.Open(ctx, make([]byte, 8*(me+1)+round))
+		if err != nil {
+			return err
+		}
+		for r := 0; r < w.Size(); r++ {
+			if got, want := w.Len(r), 8*(r+1)+round; got != want {
+				return fmt.Errorf("round %d: Len(%d) = %d, want %d", round, r, got, want)
+			}
+		}
+		if round%3 == 0 {
+			if err := w.Barrier(ctx); err != nil {
+				return err
+			}
+		}
+		if err := w.Close(ctx); err != nil {
+			return err
+		}
+	}
+	return base.Close(ctx)
+}
