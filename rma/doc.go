@@ -20,7 +20,10 @@
 // alone is rank 0 of 1, and every call works on its own memory. Open, Barrier and
 // Close are collective: every rank calls them, in the same order. Open returns
 // only when every rank's memory is exposed, so an operation never arrives before
-// its target is ready; no user code handles readiness.
+// its target is ready; no user code handles readiness. Once joined, a process
+// stays in the job until it exits (the launcher admits each rank once); closing
+// its last window releases the network interface, and a later Open sets up a new
+// one with the same ranks.
 //
 // # Completion and buffer reuse
 //
