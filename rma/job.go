@@ -196,7 +196,8 @@ func (j *jobState) allgather(ctx context.Context, v uint64) ([]uint64, error) {
 		j.broken = err
 		return nil, err
 	}
-	if _, err := j.ct[p].Wait(ctx, (j.rounds[p]+1)*uint64(j.size-1)); err != nil {
+	want := (j.rounds[p] + 1) * uint64(j.size-1)
+	if _, err := waitCount(ctx, j.ct[p], want, func(v portals.CTEvent) bool { return v.Success >= want }); err != nil {
 		j.broken = err
 		return nil, err
 	}

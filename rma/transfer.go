@@ -120,7 +120,7 @@ func (w *Window) flush(ctx context.Context, op string) error {
 	w.mu.Lock()
 	issued := w.issued
 	w.mu.Unlock()
-	ct, err := w.putCT.Wait(ctx, issued)
+	ct, err := w.waitPuts(ctx, issued)
 	if err != nil {
 		return newError(op, -1, 0, 0, portals.OK, err)
 	}
@@ -132,6 +132,19 @@ func (w *Window) flush(ctx context.Context, op string) error {
 	w.mu.Unlock()
 	for _, md := range mds {
 		md.Release()
+	}
+	if failed > 0 {
+		// A counter with failures no longer makes CT.Wait wait (it returns as soon
+		// as a failure is counted): later puts count on a fresh one. Every put on
+		// the old one is complete, and no Put runs while Flush holds flushMu.
+		fresh, err := w.j.ni.CTAlloc()
+		if err != nil {
+			return newError(op, -1, 0, 0, portals.OK, err)
+		}
+		w.putCT.Free()
+		w.mu.Lock()
+		w.putCT, w.issued, w.failed = fresh, 0, 0
+		w.mu.Unlock()
 	}
 	for i, s := range orphans {
 		n, err := s.drain(ctx)
@@ -148,4 +161,9 @@ func (w *Window) flush(ctx context.Context, op string) error {
 		return newError(op, -1, 0, 0, portals.Fail, &RemoteError{Count: failed})
 	}
 	return nil
+}
+
+// waitPuts waits until n puts have completed, successfully or not, on putCT.
+func (w *Window) waitPuts(ctx context.Context, n uint64) (portals.CTEvent, error) {
+	return waitCount(ctx, w.putCT, n, func(v portals.CTEvent) bool { return v.Success+v.Failure >= n })
 }

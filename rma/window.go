@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/goportals/goportals/portals"
@@ -210,8 +211,29 @@ func (w *Window) WaitArrivals(ctx context.Context, n uint64) error {
 	if w == nil || w.closed.Load() {
 		return newError("WaitArrivals", -1, 0, 0, portals.ArgInvalid, ErrClosed)
 	}
-	_, err := w.land.Wait(ctx, n)
+	_, err := waitCount(ctx, w.land, n, func(v portals.CTEvent) bool { return v.Success >= n })
 	return newError("WaitArrivals", -1, 0, 0, portals.OK, err)
+}
+
+// waitCount waits on ct (for test) until done says its value is enough. CT.Wait
+// returns early once the counter holds a failure; from then on the counter is
+// polled, with a pause that grows to a millisecond.
+func waitCount(ctx context.Context, ct *portals.CT, test uint64, done func(portals.CTEvent) bool) (portals.CTEvent, error) {
+	pause := 10 * time.Microsecond
+	for {
+		v, err := ct.Wait(ctx, test)
+		if err != nil || done(v) {
+			return v, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, ctx.Err()
+		case <-t.C:
+		}
+		pause = min(2*pause, time.Millisecond)
+	}
 }
 
 // check validates a call on n bytes at off of rank's memory.
