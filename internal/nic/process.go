@@ -46,17 +46,17 @@ type Process struct {
 	closed bool
 }
 
-// NewProcess returns a Process over rt and dev (nil: the soft provider).
+// NewProcess returns a Process over rt and dev (nil: the first device of the
+// provider PTL_PROVIDER selects; see verbs.Choose).
 func NewProcess(rt Runtime, dev verbs.Device) (*Process, error) {
 	if rt == nil {
 		return nil, opErr("NewProcess", ArgInvalid, fmt.Errorf("nil runtime"))
 	}
 	if dev == nil {
-		devs, err := soft.Provider{}.Devices()
-		if err != nil || len(devs) == 0 {
-			return nil, opErr("NewProcess", Fail, fmt.Errorf("no soft verbs device on this platform: %w", ErrNotSupported))
+		var err error
+		if dev, err = defaultDevice(); err != nil {
+			return nil, opErr("NewProcess", Fail, err)
 		}
-		dev = devs[0]
 	}
 	openProcs.Add(1)
 	return &Process{rt: rt, dev: dev, uid: UID(os.Getuid())}, nil
@@ -256,4 +256,24 @@ func (c *pidClaim) release() {
 		c.sock.Close()
 	}
 	delete(pidTable.held, c.pid)
+}
+
+// The soft provider is always linked; others (ibv) register themselves when the
+// program imports them (package portals/ibverbs).
+var _ = soft.Provider{}
+
+// defaultDevice returns the first device of the provider PTL_PROVIDER selects.
+func defaultDevice() (verbs.Device, error) {
+	p, err := verbs.Choose()
+	if err != nil {
+		return nil, err
+	}
+	devs, err := p.Devices()
+	if err != nil {
+		return nil, err
+	}
+	if len(devs) == 0 {
+		return nil, fmt.Errorf("provider %s has no device: %w", p.Name(), ErrNotSupported)
+	}
+	return devs[0], nil
 }
