@@ -132,7 +132,8 @@ func (c *CT) Get() (CTEvent, error) {
 	return c.c.Get()
 }
 
-// Wait waits until successes+failures reach test (PtlCTWait), driving the engine
+// Wait waits until the successes reach test or any failure is counted (PtlCTWait,
+// as the specification says: a failure ends every wait), driving the engine
 // while it waits; it gives up when ctx ends (CTNoneReached).
 func (c *CT) Wait(ctx context.Context, test uint64) (CTEvent, error) {
 	if c == nil {
@@ -182,7 +183,8 @@ func (c *CT) CancelTriggered() error {
 	return c.c.CancelTriggered()
 }
 
-// PollCT waits until one of cts reaches its test (PtlCTPoll): tests[i] for cts[i].
+// PollCT waits until one of cts reaches its test (PtlCTPoll): the successes of
+// cts[i] reach tests[i], or cts[i] counts a failure.
 // It returns the value and the index of the counter.
 func PollCT(ctx context.Context, cts []*CT, tests []uint64) (CTEvent, int, error) {
 	cs := make([]*nic.CT, len(cts))

@@ -186,6 +186,12 @@ type Options struct {
 	// without running it; otherwise the symbol reads as the reference harness reads
 	// it and the result carries a warning.
 	Strict bool
+	// Wrap, when set, is a command every rank runs under, its program appended
+	// (for example one that enters a network namespace chosen by PTL_RANK).
+	Wrap []string
+	// Network is the bootstrap server's network, "tcp" (default) or "unix" (which
+	// reaches ranks in other network namespaces of this machine).
+	Network string
 }
 
 // lockedBuffer collects the ranks' output lines.
@@ -236,9 +242,10 @@ func RunCase(ctx context.Context, c Case, o Options) Result {
 		env = append(env, EnvVerbose+"=1")
 	}
 	var stdout, stderr lockedBuffer
+	argv := append(append([]string(nil), o.Wrap...), o.Exe)
 	_, err = bootstrap.Launch(ctx, bootstrap.LaunchConfig{
-		N: c.NP, Argv: []string{o.Exe}, Env: env, Stdout: &stdout, Stderr: &stderr,
-		Prefix: c.NP > 1, Timeout: time.Until(deadline), Grace: time.Second,
+		N: c.NP, Argv: argv, Env: env, Stdout: &stdout, Stderr: &stderr,
+		Prefix: c.NP > 1, Timeout: time.Until(deadline), Grace: time.Second, Network: o.Network,
 	})
 	res.Duration = time.Since(start)
 	ranks := parseResults(stdout.String())

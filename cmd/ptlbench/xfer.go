@@ -200,7 +200,7 @@ func runRank(ctx context.Context, cfg config, x *xferTest) (err error) {
 		defer trace.Stop()
 	}
 	sizes, _ := x.sizes()
-	out := newResults(cfg.out, x, b.rank == 0)
+	out := newResults(cfg.out, x, b.rank == 0, b.ni.Path)
 	for _, size := range sizes {
 		warmup, iters := x.iterations(size)
 		if err := b.link(); err != nil {

@@ -85,9 +85,22 @@ func TestTransferJSON(t *testing.T) {
 	for _, name := range xferNames {
 		t.Run(name, func(t *testing.T) {
 			b := mustRun(t, 0, append(shortFlags, "-json", name)...)
-			var rows []map[string]float64
-			if err := json.Unmarshal([]byte(b.stdout), &rows); err != nil {
+			var raw []map[string]any
+			if err := json.Unmarshal([]byte(b.stdout), &raw); err != nil {
 				t.Fatalf("not one JSON array of rows: %v\n%s", err, b.stdout)
+			}
+			var rows []map[string]float64
+			for _, r := range raw {
+				if p, _ := r["path"].(string); p != "shm" {
+					t.Fatalf("row %v: path %q, want shm (two ranks of one node)", r, p)
+				}
+				m := map[string]float64{}
+				for k, v := range r {
+					if f, ok := v.(float64); ok {
+						m[k] = f
+					}
+				}
+				rows = append(rows, m)
 			}
 			column := registryColumn(t, name)
 			want := wantSizes(name)
@@ -191,7 +204,7 @@ func TestIterations(t *testing.T) {
 // no data.
 func TestTransferThreeRanks(t *testing.T) {
 	b := mustRun(t, 0, "-np", "3", "-min", "8", "-max", "16", "-iters", "20", "-window", "8", "-json", "put_rate")
-	var rows []map[string]float64
+	var rows []map[string]any
 	if err := json.Unmarshal([]byte(b.stdout), &rows); err != nil || len(rows) != 2 {
 		t.Fatalf("rows %v (%v):\n%s", rows, err, b.stdout)
 	}
@@ -229,5 +242,25 @@ func TestTransferCheckFails(t *testing.T) {
 	}
 	if !strings.Contains(b.ranks, "rank 1: injected corruption") {
 		t.Fatalf("rank 1 does not report the failed check:\n%s", b.ranks)
+	}
+}
+
+// TestTransferPathTCP: with PTL_SOFT_PATH=tcp the table header and every JSON row
+// name the TCP path.
+func TestTransferPathTCP(t *testing.T) {
+	t.Setenv("PTL_SOFT_PATH", "tcp")
+	b := mustRun(t, 0, "-min", "8", "-max", "16", "-iters", "20", "-json", "put_lat")
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(b.stdout), &rows); err != nil || len(rows) != 2 {
+		t.Fatalf("rows %v (%v):\n%s", rows, err, b.stdout)
+	}
+	for _, r := range rows {
+		if r["path"] != "tcp" {
+			t.Fatalf("row %v: want path tcp", r)
+		}
+	}
+	b = mustRun(t, 0, "-min", "8", "-max", "8", "-iters", "20", "put_lat")
+	if !strings.Contains(b.stdout, "path tcp") {
+		t.Fatalf("the table's header does not name the path:\n%s", b.stdout)
 	}
 }

@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,13 +40,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, sigs <-ch
 	grace := fs.Duration("grace", bootstrap.DefaultGrace, "time between SIGTERM and SIGKILL at teardown")
 	prefix := fs.Bool("prefix", false, `start every output line with "[rank] "`)
 	unix := fs.Bool("unix", false, "serve the bootstrap on a unix socket instead of TCP 127.0.0.1")
+	hosts := fs.String("hosts", "", "HOST:PORT,...: start the ranks through the ptlrun agents at these addresses (rank r on host r mod N) instead of here")
+	agent := fs.String("agent", "", "ADDR: run as this node's agent, listening at ADDR (e.g. :7300), starting the ranks launchers send")
+	keyFile := fs.String("agent-key-file", "", "the agents' shared secret: -agent creates it (mode 0600) when missing; -hosts reads it")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: ptlrun -np N [-timeout D] [-grace D] [-prefix] [-unix] prog [args...]
+		fmt.Fprint(fs.Output(), `usage: ptlrun -np N [-timeout D] [-grace D] [-prefix] [-unix] [-hosts H:P,... -agent-key-file F] prog [args...]
+       ptlrun -agent ADDR -agent-key-file F
 
 Starts N local ranks of prog with the goportals bootstrap, like mpirun. Each rank
 inherits this environment plus PTL_RANK, PTL_SIZE, PTL_BOOTSTRAP_ADDR, PTL_JOB_KEY.
 The job is torn down (SIGTERM, then SIGKILL after -grace) when a rank fails or
 aborts, or the timeout passes; SIGINT/SIGTERM are forwarded to the ranks.
+With -hosts the ranks start on other nodes through ptlrun agents (one per node,
+started with -agent and the same -agent-key-file; no ssh): rank r runs on host
+r mod N, the bootstrap listens on every interface, and output and exit statuses
+come back here; an agent kills its ranks when the launcher goes away.
 Exit status: 0 if every rank exited 0, else the first failing rank's status
 (128+signal if killed), the Abort code, 124 on timeout, 127 if prog is not found.
 
@@ -55,6 +67,9 @@ Options:
 			return 0
 		}
 		return exitUsage
+	}
+	if *agent != "" {
+		return runAgent(ctx, *agent, *keyFile, stdout, stderr)
 	}
 	if *np < 1 {
 		fmt.Fprintln(stderr, "ptlrun: -np N with N ≥ 1 is required")
@@ -86,6 +101,18 @@ Options:
 	if *unix {
 		cfg.Network = "unix"
 	}
+	if *hosts != "" {
+		if *keyFile == "" {
+			fmt.Fprintln(stderr, "ptlrun: -hosts needs -agent-key-file, the secret the agents were started with")
+			return exitUsage
+		}
+		key, err := os.ReadFile(*keyFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "ptlrun: %v\n", err)
+			return exitUsage
+		}
+		cfg.Hosts, cfg.AgentKey = strings.Split(*hosts, ","), strings.TrimSpace(string(key))
+	}
 	res, err := bootstrap.Launch(ctx, cfg)
 	if res == nil {
 		fmt.Fprintf(stderr, "ptlrun: %v\n", err)
@@ -101,6 +128,36 @@ Options:
 		}
 	}
 	return res.ExitCode
+}
+
+// runAgent serves launchers at addr until ctx ends.
+func runAgent(ctx context.Context, addr, keyFile string, stdout, stderr io.Writer) int {
+	if keyFile == "" {
+		fmt.Fprintln(stderr, "ptlrun: -agent needs -agent-key-file (created when missing)")
+		return exitUsage
+	}
+	key, err := os.ReadFile(keyFile)
+	if errors.Is(err, os.ErrNotExist) {
+		var b [32]byte
+		rand.Read(b[:])
+		key = []byte(hex.EncodeToString(b[:]))
+		err = os.WriteFile(keyFile, append(key, '\n'), 0o600)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ptlrun: agent key: %v\n", err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "ptlrun: agent: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "ptlrun agent listening at %s\n", ln.Addr())
+	if err := bootstrap.ServeAgent(ctx, ln, strings.TrimSpace(string(key))); err != nil {
+		fmt.Fprintf(stderr, "ptlrun: agent: %v\n", err)
+		return 1
+	}
+	return 0
 }
 
 // tornDown counts the ranks the teardown killed, for the summary line.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goportals/goportals/internal/netnstest"
 	"github.com/goportals/goportals/tests"
 )
 
@@ -382,4 +383,48 @@ func TestPassList(t *testing.T) {
 	if _, err := readPassList(path); err == nil {
 		t.Error("an unsorted list was accepted")
 	}
+}
+
+// TestCorpusAcrossNodes runs the corpus's two-rank tests with the ranks in two
+// network namespaces joined by veth: two nodes, so every queue pair takes the soft
+// provider's TCP path. Every two-rank test on the pass list must pass.
+func TestCorpusAcrossNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the two-rank corpus across namespaces takes about 20 s; skipped with -short")
+	}
+	mode := os.Getenv(envConformance)
+	skip, err := corpusGate(corpusDir, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if skip != "" || mode == "update" {
+		t.Skip("only TestCorpus runs with " + envConformance + "=" + mode)
+	}
+	pair := netnstest.Setup(t)
+	expected, err := readPassList(passListFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raceEnabled {
+		exe := buildPlain(t)
+		defer func(f func() (string, error)) { rankProgram = f }(rankProgram)
+		rankProgram = func() (string, error) { return exe, nil }
+	}
+	dir := corpusDir
+	sub := filepath.Join(dir, "test_n2")
+	run := runCorpus(t, sub, "-j", "2", "-timeout", "30s", "-netns", pair.Names[0]+","+pair.Names[1], sub)
+	var want []string
+	for _, n := range expected {
+		if rest, ok := strings.CutPrefix(n, "test_n2/"); ok {
+			want = append(want, rest)
+		}
+	}
+	if len(want) == 0 {
+		t.Fatal("the pass list holds no two-rank test")
+	}
+	lost, _ := diffPasses(want, run.passed())
+	for _, n := range lost {
+		t.Errorf("test_n2/%s passes on one node but not across two: %s", n, run.reason[n])
+	}
+	t.Logf("%d two-rank tests passed across two network namespaces", len(run.passed()))
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -36,6 +38,7 @@ type config struct {
 	verbose bool
 	junit   string
 	strict  bool
+	netns   string
 	paths   []string
 }
 
@@ -48,6 +51,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.jobs, "j", 1, "tests run at once")
 	fs.BoolVar(&c.verbose, "v", false, "print each rank's trace of calls and checks on standard error")
 	fs.StringVar(&c.junit, "junit", "", "write a JUnit XML report to this file")
+	fs.StringVar(&c.netns, "netns", "", "NS1,NS2,...: run rank r in network namespace r mod N (ip netns exec; root), so ranks are on different nodes and talk over TCP")
 	fs.BoolVar(&c.strict, "strict", false, "fail a test that uses an unknown symbol instead of reading it as the reference does (strtol) with a warning")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: ptltest [-np N] [-timeout D] [-j N] [-v] [-strict] [-junit FILE] PATH...")
@@ -71,6 +75,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-timeout %v: want a positive duration", c.timeout)
 	}
 	return c, nil
+}
+
+// netnsWrap returns a command that runs its arguments in namespace
+// names[PTL_RANK mod len(names)].
+func netnsWrap(names []string) []string {
+	script := `r=${PTL_RANK:-0}; i=$(( r % COUNT )); shift $i; ns="$1"; shift $(( COUNT - i )); exec ip netns exec "$ns" "$@"`
+	script = strings.ReplaceAll(script, "COUNT", strconv.Itoa(len(names)))
+	return append([]string{"sh", "-c", script, "ptltest-netns"}, names...)
 }
 
 // run is ptltest without the process exit: it returns the exit status.
@@ -99,6 +111,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cases = append(cases, found...)
 	}
 	opts := tests.Options{Exe: exe, Timeout: c.timeout, Verbose: c.verbose, Strict: c.strict}
+	if c.netns != "" {
+		opts.Wrap, opts.Network = netnsWrap(strings.Split(c.netns, ",")), "unix"
+	}
 	if c.verbose {
 		opts.Log = stderr
 	}

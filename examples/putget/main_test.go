@@ -56,10 +56,11 @@ func TestDemo(t *testing.T) {
 	out := stdout.String()
 	t.Logf("\n%s", out)
 	for _, want := range []string{
-		`(?m)^put 8 B and got it back \(eager.*\): verified byte for byte`,
-		`(?m)^put 1 MiB and got it back \(long.*\): verified byte for byte`,
+		`(?m)^wrote 8 B and read it back \(eager.*\): verified byte for byte`,
+		`(?m)^wrote 1 MiB and read it back \(long.*\): verified byte for byte`,
 		`(?m)^fetch-add uint64 \+5 twice: fetched 100, 105; counter now 110: verified$`,
 		`(?m)^compare-and-swap: expecting 7 left 110 alone; expecting 110 swapped in 42: verified$`,
+		`(?m)^rank 1 reads its own window after a barrier: the 1 MiB and the counter \(42\) are there: verified$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("no line matching %s", want)
@@ -67,7 +68,8 @@ func TestDemo(t *testing.T) {
 	}
 	for _, m := range []struct{ re, what string }{
 		{`(?m)^latency: 8 B put ping-pong, 200 round trips: one-way ([0-9.]+) us$`, "latency"},
-		{`(?m)^bandwidth: 20 puts of 1 MiB, 4 in flight: ([0-9]+) MB/s$`, "bandwidth"},
+		{`(?m)^latency: 8 B WriteAt \(complete at the target on return\), 200 calls: ([0-9.]+) us each$`, "WriteAt latency"},
+		{`(?m)^bandwidth: 20 puts of 1 MiB, 4 in flight per Flush: ([0-9]+) MB/s$`, "bandwidth"},
 	} {
 		g := regexp.MustCompile(m.re).FindStringSubmatch(out)
 		if g == nil {

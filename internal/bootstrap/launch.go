@@ -48,6 +48,13 @@ type LaunchConfig struct {
 	Network string
 	// Signals, if not nil, are forwarded to every running rank's process group.
 	Signals <-chan os.Signal
+	// Hosts, when set, are the addresses (HOST:PORT) of ptlrun agents, one per
+	// node, that start the ranks there (round robin: rank r on Hosts[r mod len]);
+	// the bootstrap server then listens on every interface and the ranks reach it
+	// at this node's address. Empty: every rank runs here.
+	Hosts []string
+	// AgentKey is the secret the agents expect (see ServeAgent).
+	AgentKey string
 }
 
 // RankStatus says how one rank ended.
@@ -120,9 +127,22 @@ func (e *JobError) Unwrap() error { return e.Err }
 // rankExit is a rank's Wait result, sent to the launcher loop.
 type rankExit struct {
 	rank int
-	ps   *os.ProcessState
+	ok   bool // the rank was reaped: code and sig are its end
+	code int
+	sig  syscall.Signal
 	err  error
 }
+
+// rankProc is a started rank: a local process, or one an agent started.
+type rankProc interface {
+	// signal sends sig to the rank's process group.
+	signal(sig syscall.Signal)
+}
+
+// localProc is a rank started here.
+type localProc struct{ pid int }
+
+func (p localProc) signal(sig syscall.Signal) { signalGroup(p.pid, sig) }
 
 // Launch runs cfg.N ranks of cfg.Argv with a bootstrap server and waits for them
 // all. It returns a nil error when every rank exited 0; otherwise the job was torn
@@ -148,7 +168,11 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*JobResult, error) {
 	if cfg.Grace <= 0 {
 		cfg.Grace = DefaultGrace
 	}
-	srv, err := NewServer(ServerConfig{Size: cfg.N, Network: cfg.Network})
+	network := cfg.Network
+	if len(cfg.Hosts) > 0 {
+		network = "tcp-public"
+	}
+	srv, err := NewServer(ServerConfig{Size: cfg.N, Network: network})
 	if err != nil {
 		return nil, opErr("launch", -1, "", err)
 	}
@@ -185,7 +209,8 @@ type job struct {
 	res         *JobResult
 	exits       chan rankExit
 	out, errOut *sharedOut
-	cmds        []*exec.Cmd
+	procs       []rankProc
+	agents      []*agentConn
 	running     int
 	failure     *JobError
 	tearing     bool
@@ -212,7 +237,7 @@ func (j *job) teardown(sig syscall.Signal) {
 }
 
 func (j *job) signalAll(sig syscall.Signal) {
-	for r, c := range j.cmds {
+	for r, c := range j.procs {
 		if j.tearing && sig == syscall.SIGTERM && j.suspects[r] {
 			continue // a rank that already left gets the grace period to exit by itself
 		}
@@ -220,7 +245,7 @@ func (j *job) signalAll(sig syscall.Signal) {
 			if j.tearing {
 				j.res.Ranks[r].Killed = true
 			}
-			signalGroup(c.Process.Pid, sig)
+			c.signal(sig)
 		}
 	}
 }
@@ -247,6 +272,10 @@ func isBootstrapVar(kv string) bool {
 
 // start starts every rank; on a start failure it fails the job.
 func (j *job) start() {
+	if len(j.cfg.Hosts) > 0 {
+		j.startRemote()
+		return
+	}
 	path, err := exec.LookPath(j.cfg.Argv[0])
 	if err != nil {
 		code := ExitNotFound
@@ -259,7 +288,7 @@ func (j *job) start() {
 		j.fail(0, code, errDetail(ErrStart, "%v", err))
 		return
 	}
-	j.cmds = make([]*exec.Cmd, j.cfg.N)
+	j.procs = make([]rankProc, j.cfg.N)
 	for r := range j.cfg.N {
 		c := &exec.Cmd{
 			Path:        path,
@@ -284,14 +313,19 @@ func (j *job) start() {
 			j.fail(r, code, errDetail(ErrStart, "rank %d: %v", r, err))
 			return
 		}
-		j.cmds[r] = c
+		j.procs[r] = localProc{pid: c.Process.Pid}
 		j.res.Ranks[r].Pid = c.Process.Pid
 		j.running++
 		go func() {
 			err := c.Wait()
 			so.flush()
 			se.flush()
-			j.exits <- rankExit{rank: r, ps: c.ProcessState, err: err}
+			e := rankExit{rank: r, err: err}
+			if c.ProcessState != nil {
+				e.ok = true
+				e.code, e.sig = exitOf(c.ProcessState)
+			}
+			j.exits <- e
 		}()
 	}
 }
@@ -353,13 +387,13 @@ func (j *job) run(ctx context.Context) {
 // exited records a rank's end and fails the job if the rank failed.
 func (j *job) exited(e rankExit) {
 	st := &j.res.Ranks[e.rank]
-	if e.ps == nil {
+	if !e.ok {
 		st.Err = e.err
 		j.srv.RankExited(e.rank, false)
 		j.fail(e.rank, 1, errDetail(ErrRankFailed, "rank %d: wait: %v", e.rank, e.err))
 		return
 	}
-	st.ExitCode, st.Signal = exitOf(e.ps)
+	st.ExitCode, st.Signal = e.code, e.sig
 	if st.Success() {
 		st.Killed = false
 		delete(j.suspects, e.rank)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -125,6 +126,13 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		s.ln, err = net.Listen("tcp", "127.0.0.1:0")
 		if err == nil {
 			s.addr = "tcp:" + s.ln.Addr().String()
+		}
+	case "tcp-public":
+		// Ranks on other nodes: every interface, advertised at this node's address.
+		s.ln, err = net.Listen("tcp", ":0")
+		if err == nil {
+			port := s.ln.Addr().(*net.TCPAddr).Port
+			s.addr = "tcp:" + net.JoinHostPort(NodeAddr().String(), strconv.Itoa(port))
 		}
 	case "unix":
 		s.sockDir, err = os.MkdirTemp("", "ptlrun-")

@@ -169,6 +169,11 @@ func (c *Context) hello(conn net.Conn) {
 		q.link.start(conn)
 	case q.State() == verbs.QPInit:
 		c.tcp.mu.Lock()
+		if c.tcp.early == nil { // the context is closing
+			c.tcp.mu.Unlock()
+			conn.Close()
+			return
+		}
 		if old, ok := c.tcp.early[dst]; ok {
 			old.conn.Close()
 		}

@@ -1,0 +1,39 @@
+package nic
+
+import "sort"
+
+// pather is a queue pair that says how it reaches its peer (the soft provider's:
+// "shm" or "tcp").
+type pather interface{ Path() string }
+
+// Path says which path carries the NI's traffic to its connected peers: "shm",
+// "tcp", both joined by "+" when peers differ, the provider's name when its queue
+// pairs do not say, or "" with no connected peer.
+func (ni *NI) Path() string {
+	seen := map[string]bool{}
+	for _, pr := range ni.peers {
+		if pr == nil || pr.qp == nil {
+			continue
+		}
+		p := ni.proc.dev.Name()
+		if q, ok := pr.qp.(pather); ok {
+			if p = q.Path(); p == "" {
+				continue
+			}
+		}
+		seen[p] = true
+	}
+	var ps []string
+	for p := range seen {
+		ps = append(ps, p)
+	}
+	sort.Strings(ps)
+	out := ""
+	for i, p := range ps {
+		if i > 0 {
+			out += "+"
+		}
+		out += p
+	}
+	return out
+}
