@@ -138,7 +138,7 @@ func runXfer(ctx context.Context, cfg config, x *xferTest) error {
 	if o.np < 2 || o.iters < 0 || o.window < 1 || o.timeout <= 0 {
 		return fmt.Errorf("%w: need -np >= 2, -iters >= 0, -window >= 1, -timeout > 0", errUsage)
 	}
-	if os.Getenv(rankEnv) != "" || envknob.Get(envknob.BootstrapAddr) != "" {
+	if os.Getenv(rankEnv) != "" || envknob.Get(envknob.BootstrapAddr) != "" || bootstrap.Launched() {
 		return runRank(ctx, cfg, x)
 	}
 	return launch(ctx, cfg, x)
