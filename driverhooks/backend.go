@@ -2,9 +2,10 @@ package driverhooks
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"sync"
+
+	"github.com/goportals/goportals/internal/envknob"
 )
 
 // Kind names a notifier backend: the kernel channel that tells the notifier which
@@ -74,7 +75,7 @@ var openers = map[Kind]func() (Backend, error){}
 var autoOrder = []Kind{KindEBPF, KindUffd}
 
 // EnvNotifier names the environment variable that selects the backend.
-const EnvNotifier = "PTL_NOTIFIER"
+const EnvNotifier = string(envknob.Notifier)
 
 // ParseKind parses a PTL_NOTIFIER value: auto (or empty), ebpf, seccomp, uffd or
 // explicit. auto returns the empty Kind: the strongest of ebpf and uffd that opens
@@ -141,7 +142,7 @@ var (
 // fails.
 func Default() *Notifier {
 	defaultOnce.Do(func() {
-		k, err := ParseKind(os.Getenv(EnvNotifier))
+		k, err := ParseKind(envknob.Get(envknob.Notifier))
 		var b Backend
 		if err == nil {
 			b, err = OpenBackend(k)

@@ -54,5 +54,6 @@
 // PTL_CHECK_PFN=1 the cache records page frames at registration and compares them on
 // every hit; a mismatch is a stale hit.
 //
-// driverhooks imports nothing of goportals.
+// driverhooks imports nothing of goportals but internal/envknob, through which it
+// reads its environment variables.
 package driverhooks

@@ -3,6 +3,7 @@ package driverhooks
 import (
 	"errors"
 	"fmt"
+
 	"github.com/goportals/goportals/ptlerr"
 )
 

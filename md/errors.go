@@ -3,6 +3,7 @@ package md
 import (
 	"errors"
 	"fmt"
+
 	"github.com/goportals/goportals/ptlerr"
 )
 

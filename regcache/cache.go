@@ -166,7 +166,7 @@ func (c *Cache[R]) acquireSlow(mem []byte, addr, end uintptr) (*Region[R], error
 			c.st.hits.Add(1)
 			return e, nil
 		}
-		e, err, next := c.insertLocked(mem, addr, end)
+		e, next, err := c.insertLocked(mem, addr, end)
 		var re *registerError
 		if next == nextDone && errors.As(err, &re) && isMemlock(re.err) && reclaims < maxReclaims {
 			// The memlock limit refused the registration: evict unused entries (the
@@ -330,7 +330,7 @@ func (e *registerError) Unwrap() error { return e.err }
 
 // insertLocked registers a new entry for [addr, end), merged with the entries it
 // overlaps; next says what the caller does after unlocking.
-func (c *Cache[R]) insertLocked(mem []byte, addr, end uintptr) (e *Region[R], err error, next int) {
+func (c *Cache[R]) insertLocked(mem []byte, addr, end uintptr) (e *Region[R], next int, err error) {
 	start, pend := addr&^(pageSize-1), (end+pageSize-1)&^(pageSize-1)
 	base := pageStart(mem, addr-start)
 
@@ -357,13 +357,13 @@ func (c *Cache[R]) insertLocked(mem []byte, addr, end uintptr) (e *Region[R], er
 	}
 	size := mend - mstart
 	if c.lim.over(c.idx.len()-len(ov), uint64(c.st.pinned.Load())-freed, uint64(size)) {
-		return nil, nil, nextUncached
+		return nil, nextUncached, nil
 	}
 	if err := c.src.Watch(mstart, size); err != nil {
 		if errors.Is(err, driverhooks.ErrNotSupported) {
-			return nil, nil, nextUncached
+			return nil, nextUncached, nil
 		}
-		return nil, fmt.Errorf("regcache: acquire [%#x,%#x): %w", addr, end, err), nextDone
+		return nil, nextDone, fmt.Errorf("regcache: acquire [%#x,%#x): %w", addr, end, err)
 	}
 	e = &Region[R]{start: mstart, end: mend, base: base, cached: true}
 	e.objs = append(e.objs, unsafe.Pointer(unsafe.SliceData(mem)))
@@ -381,7 +381,7 @@ func (c *Cache[R]) insertLocked(mem []byte, addr, end uintptr) (e *Region[R], er
 	reg, err := c.reg.Register(pageSlice(base, size))
 	if err != nil {
 		_ = c.src.Unwatch(mstart, size)
-		return nil, &registerError{mstart, mend, err}, nextDone
+		return nil, nextDone, &registerError{mstart, mend, err}
 	}
 	e.reg = reg
 	c.st.pinned.Add(int64(size))
@@ -389,7 +389,7 @@ func (c *Cache[R]) insertLocked(mem []byte, addr, end uintptr) (e *Region[R], er
 		if e.pfn, err = c.oracle.Snapshot(mstart, size); err != nil {
 			c.finalize(e, false)
 			_ = c.src.Unwatch(mstart, size)
-			return nil, err, nextDone
+			return nil, nextDone, err
 		}
 	}
 	e.ref.Store(1)
@@ -401,9 +401,9 @@ func (c *Cache[R]) insertLocked(mem []byte, addr, end uintptr) (e *Region[R], er
 	if e.ref.Load()&refDetached != 0 {
 		c.st.misses.Add(^uint64(0))
 		c.victims = append(c.victims, e) // we hold its only reference
-		return nil, nil, nextRetry
+		return nil, nextRetry, nil
 	}
-	return e, nil, nextDone
+	return e, nextDone, nil
 }
 
 // uncached registers [addr, end) for one operation. A refusal for the memlock limit

@@ -20,6 +20,7 @@ import (
 	"unsafe"
 
 	"github.com/goportals/goportals/driverhooks"
+	"github.com/goportals/goportals/internal/envknob"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,7 +49,7 @@ import (
 // filter cannot be removed, so the seccomp run happens in a re-executed child.
 
 const (
-	crossSecondsEnv = "PTL_CROSSTHREAD_SECONDS"
+	crossSecondsEnv = string(envknob.CrossThreadSeconds)
 	crossChildEnv   = "REGCACHE_CROSSTHREAD_CHILD" // the backend a re-executed child runs
 	crossPages      = 4
 )
@@ -88,7 +89,7 @@ func parseCross(s string) (crossResult, bool) {
 
 // crossDuration is the run length per backend.
 func crossDuration(t *testing.T) time.Duration {
-	s := os.Getenv(crossSecondsEnv)
+	s := envknob.Get(envknob.CrossThreadSeconds)
 	if s == "" {
 		return 2 * time.Second
 	}
@@ -101,7 +102,7 @@ func crossDuration(t *testing.T) time.Duration {
 
 // crossKinds are the backends to run, as PTL_NOTIFIER says.
 func crossKinds(t *testing.T) []driverhooks.Kind {
-	k, err := driverhooks.ParseKind(os.Getenv(driverhooks.EnvNotifier))
+	k, err := driverhooks.ParseKind(envknob.Get(envknob.Notifier))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,5 +53,6 @@
 //
 // A bad value makes New fail with an *EnvError (matching ErrBadEnv).
 //
-// regcache imports driverhooks and internal/verbs; it never imports md or portals.
+// regcache imports driverhooks, internal/verbs and internal/envknob (the one reader
+// of PTL_* variables); it never imports md or portals.
 package regcache

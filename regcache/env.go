@@ -2,18 +2,19 @@ package regcache
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/goportals/goportals/driverhooks"
+	"github.com/goportals/goportals/internal/envknob"
 )
 
-// Environment variables read by New (see the package documentation).
+// Environment variables read by New (see the package documentation and the
+// README's table of knobs).
 const (
-	EnvMaxEntries = "PTL_RCACHE_MAX_ENTRIES"
-	EnvMaxBytes   = "PTL_RCACHE_MAX_BYTES"
-	EnvDisable    = "PTL_RCACHE_DISABLE"
+	EnvMaxEntries = string(envknob.RCacheMaxEntries)
+	EnvMaxBytes   = string(envknob.RCacheMaxBytes)
+	EnvDisable    = string(envknob.RCacheDisable)
 )
 
 // EnvError reports an environment variable with a value that cannot be used.
@@ -33,10 +34,10 @@ func (e *EnvError) Is(target error) bool { return target == ErrBadEnv }
 // one of them (a misspelling) is an error rather than silently ignored.
 const envPrefix = "PTL_RCACHE_"
 
-// CheckEnv validates the environment knobs New reads (PTL_RCACHE_* and
-// PTL_CHECK_PFN), whatever Options a cache would be made with: a bad value or an
-// unknown PTL_RCACHE_ variable is an *EnvError naming the variable and the accepted
-// values, and PTL_CHECK_PFN=1 needs the page-frame oracle to open. Libraries that
+// CheckEnv validates the environment knobs New reads (PTL_RCACHE_*, PTL_CHECK_PFN
+// and the notifier's PTL_NOTIFIER), whatever Options a cache would be made with: a
+// bad value or an unknown PTL_RCACHE_ variable is an *EnvError naming the variable
+// and the accepted values, and PTL_CHECK_PFN=1 needs the page-frame oracle to open. Libraries that
 // make caches lazily call it when they start, so a bad knob fails there.
 func CheckEnv() error {
 	var o Options
@@ -56,14 +57,17 @@ func CheckEnv() error {
 // applyEnv fills the zero fields of o from the environment; PTL_RCACHE_DISABLE wins
 // over everything. Every knob is validated, including those o overrides.
 func applyEnv(o *Options) error {
-	for _, kv := range os.Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, envPrefix) && k != EnvDisable && k != EnvMaxEntries && k != EnvMaxBytes {
-			return &EnvError{k, v, "unknown variable (the cache reads " + EnvDisable + ", " + EnvMaxBytes +
-				" and " + EnvMaxEntries + ")"}
+	if unknown := envknob.Unknown(envPrefix); len(unknown) > 0 {
+		k, v, _ := strings.Cut(unknown[0], "=")
+		return &EnvError{k, v, "unknown variable (the cache reads " + EnvDisable + ", " + EnvMaxBytes +
+			" and " + EnvMaxEntries + ")"}
+	}
+	if v, ok := envknob.Lookup(envknob.Notifier); ok {
+		if _, err := driverhooks.ParseKind(v); err != nil {
+			return &EnvError{driverhooks.EnvNotifier, v, "want auto, ebpf, seccomp, uffd or explicit"}
 		}
 	}
-	if v, ok := os.LookupEnv(driverhooks.CheckPFNEnv); ok && v != "" {
+	if v, ok := envknob.Lookup(envknob.CheckPFN); ok && v != "" {
 		switch v { // the values driverhooks.CheckPFNEnabled knows
 		case "1", "true", "yes", "on", "0", "false", "no", "off":
 		default:
@@ -71,14 +75,14 @@ func applyEnv(o *Options) error {
 				"want 1, true, yes or on to check page frames, or 0, false, no or off (lower case)"}
 		}
 	}
-	if v, ok := os.LookupEnv(EnvDisable); ok && v != "" {
+	if v, ok := envknob.Lookup(envknob.RCacheDisable); ok && v != "" {
 		b, err := parseBool(v)
 		if err != nil {
 			return &EnvError{EnvDisable, v, "want 0/1, true/false, yes/no or on/off"}
 		}
 		o.Disable = o.Disable || b
 	}
-	if v, ok := os.LookupEnv(EnvMaxEntries); ok && v != "" {
+	if v, ok := envknob.Lookup(envknob.RCacheMaxEntries); ok && v != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n <= 0 {
 			return &EnvError{EnvMaxEntries, v, "want a positive integer"}
@@ -87,7 +91,7 @@ func applyEnv(o *Options) error {
 			o.MaxEntries = n
 		}
 	}
-	if v, ok := os.LookupEnv(EnvMaxBytes); ok && v != "" {
+	if v, ok := envknob.Lookup(envknob.RCacheMaxBytes); ok && v != "" {
 		n, err := parseSize(v)
 		if err != nil || n == 0 {
 			return &EnvError{EnvMaxBytes, v, "want a positive size in bytes, optionally with K, M, G or T (powers of 1024)"}

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/goportals/goportals/driverhooks"
+	"github.com/goportals/goportals/internal/envknob"
 	"github.com/goportals/goportals/internal/verbs"
 	"github.com/goportals/goportals/internal/verbs/soft"
 	"github.com/goportals/goportals/regcache"
@@ -132,11 +132,13 @@ func tag(b []byte, gen uint64) {
 }
 
 func runChurn(ctx context.Context, cfg config) error {
-	if os.Getenv(driverhooks.CheckPFNEnv) == "" {
-		os.Setenv(driverhooks.CheckPFNEnv, "1")
+	if envknob.Get(envknob.CheckPFN) == "" {
+		if err := envknob.Set(envknob.CheckPFN, "1"); err != nil {
+			return err
+		}
 		fmt.Fprintf(cfg.out, "%s=1 (set by ptlbench: every hit is checked against /proc/self/pagemap)\n", driverhooks.CheckPFNEnv)
 	} else if !driverhooks.CheckPFNEnabled() {
-		return fmt.Errorf("churn needs %s=1 (it is set to %q)", driverhooks.CheckPFNEnv, os.Getenv(driverhooks.CheckPFNEnv))
+		return fmt.Errorf("churn needs %s=1 (it is set to %q)", driverhooks.CheckPFNEnv, envknob.Get(envknob.CheckPFN))
 	}
 	notifier := driverhooks.Default()
 	if err := driverhooks.DefaultErr(); err != nil {
@@ -241,7 +243,7 @@ func churnWith[R any](ctx context.Context, cfg config, notifier *driverhooks.Not
 	w := cfg.out
 	fmt.Fprintf(w, "churn: %v, %d mutators + %d workers + 1 Go-heap thread + 1 reuse-window pair, pin=%s, %d ranges of %d pages\n",
 		elapsed.Round(time.Millisecond), cfg.threads, cfg.threads, how, churnOpts.slots, churnOpts.slotPages)
-	fmt.Fprintf(w, "  notifier: %s (%s=%q): %s\n", ms.Notifier, driverhooks.EnvNotifier, os.Getenv(driverhooks.EnvNotifier), ms.Guarantee)
+	fmt.Fprintf(w, "  notifier: %s (%s=%q): %s\n", ms.Notifier, driverhooks.EnvNotifier, envknob.Get(envknob.Notifier), ms.Guarantee)
 	for k := 0; k < numOps; k++ {
 		fmt.Fprintf(w, "  %-15s %10d  (refused %d)\n", opNames[k], st.ops[k].Load(), st.refused[k].Load())
 	}

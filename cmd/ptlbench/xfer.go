@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/goportals/goportals/internal/bootstrap"
+	"github.com/goportals/goportals/internal/envknob"
 )
 
 // rankEnv marks a process that ptlbench started as one rank of a transfer test.
@@ -137,7 +138,7 @@ func runXfer(ctx context.Context, cfg config, x *xferTest) error {
 	if o.np < 2 || o.iters < 0 || o.window < 1 || o.timeout <= 0 {
 		return fmt.Errorf("%w: need -np >= 2, -iters >= 0, -window >= 1, -timeout > 0", errUsage)
 	}
-	if os.Getenv(rankEnv) != "" || os.Getenv(bootstrap.EnvAddr) != "" {
+	if os.Getenv(rankEnv) != "" || envknob.Get(envknob.BootstrapAddr) != "" {
 		return runRank(ctx, cfg, x)
 	}
 	return launch(ctx, cfg, x)

@@ -2,7 +2,6 @@ package bootstrap
 
 import (
 	"context"
-	"os"
 )
 
 // MaxKeyLen is the longest key, in bytes, that Put and Get accept. Keys are made
@@ -70,7 +69,7 @@ type Bootstrap interface {
 // ErrNotSupported; otherwise a lone process, rank 0 of 1, whose store is in
 // memory. The context bounds connecting to the launcher.
 func Open(ctx context.Context) (Bootstrap, error) {
-	return openFrom(ctx, os.LookupEnv)
+	return openFrom(ctx, lookupEnv)
 }
 
 // openFrom is Open with the environment read through lookup (for tests).

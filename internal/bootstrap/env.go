@@ -1,21 +1,34 @@
 package bootstrap
 
 import (
+	"os"
 	"strconv"
 	"strings"
+
+	"github.com/goportals/goportals/internal/envknob"
 )
+
+// lookupEnv is how Open reads the environment: the launcher's PTL_ variables
+// through envknob, where every goportals variable is registered, and other
+// launchers' variables (PMI_*, OMPI_*, SLURM_*) directly.
+func lookupEnv(name string) (string, bool) {
+	if strings.HasPrefix(name, "PTL_") {
+		return envknob.Lookup(envknob.Name(name))
+	}
+	return os.LookupEnv(name)
+}
 
 // Environment variables that ptlrun (Launch) gives each rank; see doc.go.
 const (
 	// EnvRank holds the rank, a decimal in [0, size).
-	EnvRank = "PTL_RANK"
+	EnvRank = string(envknob.Rank)
 	// EnvSize holds the job size, a decimal ≥ 1.
-	EnvSize = "PTL_SIZE"
+	EnvSize = string(envknob.Size)
 	// EnvAddr holds the launcher's bootstrap server: "tcp:HOST:PORT" or "unix:PATH".
-	EnvAddr = "PTL_BOOTSTRAP_ADDR"
+	EnvAddr = string(envknob.BootstrapAddr)
 	// EnvJobKey holds the job's secret key (64 hex digits) that authenticates a
 	// rank to the server.
-	EnvJobKey = "PTL_JOB_KEY"
+	EnvJobKey = string(envknob.JobKey)
 )
 
 // ClientConfig says how a rank reaches its launcher's server; Dial takes it.

@@ -3,6 +3,7 @@ package bootstrap
 import (
 	"errors"
 	"fmt"
+
 	"github.com/goportals/goportals/ptlerr"
 )
 

@@ -27,6 +27,9 @@ var (
 	ErrBusy = errors.New("verbs: resource busy")
 	// ErrNoDevice: no device of that name.
 	ErrNoDevice = errors.New("verbs: no such device")
+	// ErrUnknownProvider: a provider name that is none of auto, soft, ibv, loopback
+	// (or another registered provider).
+	ErrUnknownProvider = errors.New("verbs: unknown provider")
 	// ErrUnreachable: the peer address cannot be reached by this provider
 	// (another node, a dead process, an incompatible job key).
 	ErrUnreachable = errors.New("verbs: peer unreachable")

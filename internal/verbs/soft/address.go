@@ -16,11 +16,16 @@ type address struct {
 	pd     uint32
 	nonce  uint64
 	boot   [16]byte
+	// The TCP path: the network namespace (a node is a kernel and a network
+	// namespace) and the context's listener.
+	netns   uint64
+	tcpIP   [16]byte
+	tcpPort uint16
 }
 
 const (
 	addrMagic = 0x47505346 // "GPSF"
-	addrLen   = 4 + 4 + 4 + 4 + 4 + 4 + 8 + 16
+	addrLen   = 4 + 4 + 4 + 4 + 4 + 4 + 8 + 16 + 8 + 16 + 8
 )
 
 func (a address) encode() verbs.Address {
@@ -33,6 +38,9 @@ func (a address) encode() verbs.Address {
 	binary.LittleEndian.PutUint32(b[20:], a.pd)
 	binary.LittleEndian.PutUint64(b[24:], a.nonce)
 	copy(b[32:], a.boot[:])
+	binary.LittleEndian.PutUint64(b[48:], a.netns)
+	copy(b[56:], a.tcpIP[:])
+	binary.LittleEndian.PutUint16(b[72:], a.tcpPort)
 	return b
 }
 
@@ -48,6 +56,9 @@ func decodeAddress(b verbs.Address) (address, bool) {
 		pd:     binary.LittleEndian.Uint32(b[20:]),
 		nonce:  binary.LittleEndian.Uint64(b[24:]),
 	}
-	copy(a.boot[:], b[32:])
+	copy(a.boot[:], b[32:48])
+	a.netns = binary.LittleEndian.Uint64(b[48:])
+	copy(a.tcpIP[:], b[56:72])
+	a.tcpPort = binary.LittleEndian.Uint16(b[72:])
 	return a, a.pid != 0 && a.segFd >= 0 && a.ringFd >= 0
 }

@@ -372,6 +372,10 @@ const (
 	childReplyTimeout = 2 * time.Minute
 )
 
+// childWrap, when set, is the command the child runs under (e.g. `ip netns exec
+// NS`, to put it on another node).
+var childWrap []string
+
 // spawnChild starts the test binary as a child (SOFT_CHILD=1) with fault (see
 // childFaultEnv; "" for none). Its stdin and stdout are plain pipes the parent owns,
 // so a goroutine can wait for the exit while the parent still reads replies.
@@ -388,7 +392,8 @@ func spawnChild(fault string) (*child, error) {
 	}
 	c := &child{in: inW, outR: outR, out: bufio.NewScanner(outR), exited: make(chan struct{})}
 	c.out.Buffer(make([]byte, 1<<16), 1<<20)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	argv := append(append([]string(nil), childWrap...), os.Args[0], "-test.run=^$")
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "SOFT_CHILD=1", childFaultEnv+"="+fault)
 	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
 		// A race-enabled child sleeps 1 s at exit by default (for reports still

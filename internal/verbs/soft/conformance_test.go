@@ -60,6 +60,12 @@ func TestConformance(t *testing.T) {
 		verbstest.Run(t, softEnv)
 	})
 	t.Run("mlock", func(t *testing.T) { verbstest.Run(t, softMlockEnv) })
+	// The TCP path between nodes, forced between two contexts of this process: the
+	// same suite, every request over a TCP stream.
+	t.Run("tcp", func(t *testing.T) {
+		t.Setenv(EnvPath, "tcp")
+		verbstest.Run(t, softEnv)
+	})
 }
 
 func BenchmarkInProcessSendLatency8B(b *testing.B) { verbstest.BenchSendLatency(b, softEnv) }

@@ -53,6 +53,9 @@ type Context struct {
 	closed   atomic.Bool
 	stop     chan struct{}
 	wg       sync.WaitGroup
+
+	tcp   tcpState                   // the TCP path to other nodes
+	links atomic.Pointer[[]*tcpLink] // its running links, copy on write
 }
 
 // Open opens a context on the soft device. The environment variable PTL_SOFT_PIN
@@ -159,6 +162,15 @@ func (c *Context) Close() error {
 	for _, q := range qps {
 		q.destroy()
 	}
+	if c.tcp.ln != nil {
+		c.tcp.ln.Close()
+		c.tcp.mu.Lock()
+		for _, e := range c.tcp.early {
+			e.conn.Close()
+		}
+		c.tcp.early = nil
+		c.tcp.mu.Unlock()
+	}
 	close(c.stop)
 	futexWake(c.view.sleepWord())
 	c.wg.Wait()
@@ -193,7 +205,37 @@ func (c *Context) progress() int {
 		}
 	}
 	c.progMu.Unlock()
+	if ls := c.links.Load(); ls != nil {
+		for _, l := range *ls {
+			n += l.poll()
+		}
+	}
 	return n
+}
+
+func (c *Context) addLink(l *tcpLink) {
+	c.mu.Lock()
+	var old []*tcpLink
+	if p := c.links.Load(); p != nil {
+		old = *p
+	}
+	n := append(append(make([]*tcpLink, 0, len(old)+1), old...), l)
+	c.links.Store(&n)
+	c.mu.Unlock()
+}
+
+func (c *Context) removeLink(l *tcpLink) {
+	c.mu.Lock()
+	if p := c.links.Load(); p != nil {
+		n := make([]*tcpLink, 0, len(*p))
+		for _, x := range *p {
+			if x != l {
+				n = append(n, x)
+			}
+		}
+		c.links.Store(&n)
+	}
+	c.mu.Unlock()
 }
 
 // markPolled records that the application polls (see polled).

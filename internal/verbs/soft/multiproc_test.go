@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goportals/goportals/internal/netnstest"
 	"github.com/goportals/goportals/internal/verbs"
 )
 
@@ -318,6 +319,51 @@ func BenchmarkProcessVMWritev1MiB(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if err := cma(c.cmd.Process.Pid, parts, raddr, true); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestTwoProcessTransfersAcrossNodes runs the child in another network namespace
+// (another node): the queue pair takes the TCP path, and SEND, RDMA WRITE and READ
+// move every size byte for byte.
+func TestTwoProcessTransfersAcrossNodes(t *testing.T) {
+	h := netnstest.SetupHost(t)
+	childWrap = h.Wrap()
+	defer func() { childWrap = nil }()
+	c, s := startChild(t)
+	if p := s.qp.(*qp).Path(); p != "tcp" {
+		t.Fatalf("path %q between nodes, want tcp", p)
+	}
+	for i, size := range sizes {
+		name := fmt.Sprintf("x%d", i)
+		raddr, rkey := c.reg(name, size, rw|verbs.AccessRemoteAtomic, 1)
+		local := make([]byte, size)
+		pattern(local, 300+i)
+		lm := regLocal(t, s, local, rw)
+		c.do("recv %s", name)
+		if wc := post(t, s, verbs.SendWR{Opcode: verbs.OpSend, SG: sge(lm, size)}); wc.Status != verbs.StatusSuccess {
+			t.Fatalf("send %d: %v", size, wc.Status)
+		}
+		if f := c.do("wait"); f[1] != "0" || f[3] != strconv.Itoa(size) {
+			t.Fatalf("child recv completion %v", f)
+		}
+		if got := c.do("sum %s", name)[0]; got != digest(local) {
+			t.Fatalf("SEND %d: child holds %s, want %s", size, got, digest(local))
+		}
+		pattern(local, 400+i)
+		if wc := post(t, s, verbs.SendWR{Opcode: verbs.OpRDMAWrite, SG: sge(lm, size), RemoteAddr: raddr, RKey: rkey}); wc.Status != verbs.StatusSuccess {
+			t.Fatalf("write %d: %v", size, wc.Status)
+		}
+		if got := c.do("sum %s", name)[0]; got != digest(local) {
+			t.Fatalf("WRITE %d: child holds %s, want %s", size, got, digest(local))
+		}
+		back := make([]byte, size)
+		bm := regLocal(t, s, back, rw)
+		if wc := post(t, s, verbs.SendWR{Opcode: verbs.OpRDMARead, SG: sge(bm, size), RemoteAddr: raddr, RKey: rkey}); wc.Status != verbs.StatusSuccess {
+			t.Fatalf("read %d: %v", size, wc.Status)
+		}
+		if !bytes.Equal(back, local) {
+			t.Fatalf("READ %d: data differs", size)
 		}
 	}
 }

@@ -3,10 +3,10 @@ package soft
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"syscall"
 
+	"github.com/goportals/goportals/internal/envknob"
 	"github.com/goportals/goportals/internal/verbs"
 )
 
@@ -38,7 +38,7 @@ const (
 // pinEnv chooses the pin method of contexts opened afterwards: "io_uring" (Open
 // fails with verbs.ErrNotSupported when it is unavailable), "mlock", or empty or
 // "auto" for io_uring when available, mlock otherwise.
-const pinEnv = "PTL_SOFT_PIN"
+const pinEnv = string(envknob.SoftPin)
 
 // pinTableSlots is the size of the process's io_uring buffer table, the kernel's
 // bound: one slot per GiB of a region, so room for maxMR regions of 4 GiB. An empty
@@ -47,7 +47,7 @@ const pinTableSlots = 1 << 14
 
 // pinChoice reads pinEnv.
 func pinChoice() (string, error) {
-	switch v := os.Getenv(pinEnv); v {
+	switch v := envknob.Get(envknob.SoftPin); v {
 	case "", "auto":
 		return "", nil
 	case PinIOUring, PinMlock:

@@ -82,6 +82,7 @@ type qp struct {
 	pend     []pending
 	parts    [][]byte
 	holds    []*int32
+	link     *tcpLink // the TCP path, when the peer is on another node
 }
 
 // pending is a response waiting for ring space.
@@ -133,8 +134,9 @@ func (p *pd) CreateQP(a verbs.QPAttr) (verbs.QP, error) {
 	for i := range q.rq {
 		q.rq[i].sg = make([]verbs.SGE, 0, ng)
 	}
+	c.listen()
 	q.addr = address{pid: uint32(c.pid), segFd: int32(c.seg.fd), ringFd: int32(rs.fd), qpn: num, pd: p.id,
-		nonce: c.nonce, boot: bootID()}.encode()
+		nonce: c.nonce, boot: bootID(), netns: netnsID(), tcpIP: c.tcp.ip, tcpPort: c.tcp.port}.encode()
 	scq.refs.Add(1)
 	rcq.refs.Add(1)
 	p.nqp.Add(1)
@@ -159,14 +161,17 @@ func (q *qp) Connect(remote verbs.Address) error {
 	if !ok {
 		return verbs.Errorf("connect", verbs.ErrInvalidArgument, nil)
 	}
-	if a.boot != bootID() {
-		return verbs.Errorf("connect", verbs.ErrUnreachable,
-			fmt.Errorf("peer runs on another node (the soft provider's TCP path is not built yet)"))
+	force, err := forceTCP()
+	if err != nil {
+		return verbs.Errorf("connect", verbs.ErrInvalidArgument, err)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.State() != verbs.QPInit {
 		return verbs.Errorf("connect", verbs.ErrQPState, nil)
+	}
+	if force || a.boot != bootID() || a.netns != netnsID() {
+		return q.connectTCP(a)
 	}
 	pfd, err := openPidfd(int(a.pid))
 	if err != nil {
@@ -232,6 +237,9 @@ func (q *qp) PostRecv(wrs []verbs.RecvWR) error {
 	if q.in != nil && q.in.ready() {
 		q.ctx.kick() // a message may be waiting for this receive
 	}
+	if q.link != nil && q.link.stalled.Load() {
+		q.ctx.kick() // an incoming SEND waits for this receive
+	}
 	return nil
 }
 
@@ -249,6 +257,9 @@ func postOp(op string, i int) string {
 func (q *qp) PostSend(wrs []verbs.SendWR) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.link != nil {
+		return q.link.postSend(wrs)
+	}
 	err := q.postSend(wrs)
 	q.cmaDone = false
 	q.issue()
@@ -350,6 +361,12 @@ func (q *qp) Close() error {
 }
 
 func (q *qp) destroy() {
+	q.mu.Lock()
+	l := q.link
+	q.mu.Unlock()
+	if l != nil {
+		l.close() // stops its goroutines (which take q.mu), completes its work
+	}
 	q.ctx.progMu.Lock() // no progress round may be using the queue pair
 	q.mu.Lock()
 	if q.State() == verbs.QPClosed {

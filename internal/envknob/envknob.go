@@ -1,0 +1,154 @@
+package envknob
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Name is the name of a registered environment variable, e.g. "PTL_NOTIFIER".
+type Name string
+
+// The registered variables. Their rows in All say what each one does.
+const (
+	// Provider selects the verbs provider (read by internal/verbs).
+	Provider Name = "PTL_PROVIDER"
+	// SoftPin selects how the soft provider pins memory (internal/verbs/soft).
+	SoftPin Name = "PTL_SOFT_PIN"
+	// SoftPath forces the soft provider's path between processes (internal/verbs/soft).
+	SoftPath Name = "PTL_SOFT_PATH"
+	// Notifier selects the pin cache's notifier backend (driverhooks).
+	Notifier Name = "PTL_NOTIFIER"
+	// CheckPFN turns on the page-frame check of every pin-cache hit (driverhooks).
+	CheckPFN Name = "PTL_CHECK_PFN"
+	// RCacheMaxEntries bounds the pin cache's entries (regcache).
+	RCacheMaxEntries Name = "PTL_RCACHE_MAX_ENTRIES"
+	// RCacheMaxBytes bounds the pin cache's pinned bytes (regcache).
+	RCacheMaxBytes Name = "PTL_RCACHE_MAX_BYTES"
+	// RCacheDisable turns the pin cache off (regcache).
+	RCacheDisable Name = "PTL_RCACHE_DISABLE"
+	// Rank is a rank's number, set by ptlrun (internal/bootstrap).
+	Rank Name = "PTL_RANK"
+	// Size is the number of ranks, set by ptlrun (internal/bootstrap).
+	Size Name = "PTL_SIZE"
+	// BootstrapAddr is the address of ptlrun's bootstrap server (internal/bootstrap).
+	BootstrapAddr Name = "PTL_BOOTSTRAP_ADDR"
+	// JobKey is the job's secret, set by ptlrun (internal/bootstrap).
+	JobKey Name = "PTL_JOB_KEY"
+	// Conformance says whether the conformance corpus test runs (cmd/ptltest's tests).
+	Conformance Name = "PTL_CONFORMANCE"
+	// CrossThreadSeconds sets how long the pin cache's cross-thread race test runs
+	// (regcache's tests).
+	CrossThreadSeconds Name = "PTL_CROSSTHREAD_SECONDS"
+)
+
+// Knob describes one registered variable.
+type Knob struct {
+	// Name is the variable.
+	Name Name
+	// Default is what an unset (or empty) variable means, in words or as a value.
+	Default string
+	// Values are the values accepted, as a reader would write them.
+	Values string
+	// Doc says in one line what the variable changes.
+	Doc string
+	// ReadBy is the package that reads it, relative to the module root.
+	ReadBy string
+	// Test marks a variable that only the tests read.
+	Test bool
+}
+
+// knobs is the registry, in the order the README lists it.
+var knobs = []Knob{
+	{Name: Provider, Default: "auto", Values: "auto, soft, ibv, loopback", ReadBy: "internal/verbs",
+		Doc: "the verbs provider NIs use; auto: ibv when a device has an active port, else soft"},
+	{Name: SoftPin, Default: "auto", Values: "auto, io_uring, mlock", ReadBy: "internal/verbs/soft",
+		Doc: "how the soft provider pins registered memory: long-term page references in an io_uring buffer table (auto's choice where io_uring works), or mlock"},
+	{Name: SoftPath, Default: "auto", Values: "auto, tcp", ReadBy: "internal/verbs/soft",
+		Doc: "the soft provider's path between two processes; auto: shared memory and cross-memory attach inside a node (same kernel and network namespace), TCP between nodes; tcp: TCP always (tests, measurements)"},
+	{Name: Notifier, Default: "auto", Values: "auto, ebpf, seccomp, uffd, explicit", ReadBy: "driverhooks",
+		Doc: "the pin cache's notifier backend; auto: ebpf where CAP_BPF and CAP_PERFMON allow it, else uffd; seccomp only by name (its filter is one-way and inherited by children); see docs/notifier.md"},
+	{Name: CheckPFN, Default: "0", Values: "1, true, yes, on / 0, false, no, off", ReadBy: "driverhooks",
+		Doc: "record page frames at registration and check them on every pin-cache hit (debug; needs root to read frame numbers)"},
+	{Name: RCacheMaxEntries, Default: "4096", Values: "a positive integer", ReadBy: "regcache",
+		Doc: "the most registrations the pin cache keeps"},
+	{Name: RCacheMaxBytes, Default: "1G, lowered to RLIMIT_MEMLOCK", Values: "a positive size in bytes, with an optional K, M, G or T (powers of 1024)", ReadBy: "regcache",
+		Doc: "the most bytes the pin cache keeps pinned"},
+	{Name: RCacheDisable, Default: "0", Values: "0/1, true/false, yes/no, on/off", ReadBy: "regcache",
+		Doc: "no caching: register and deregister memory for every operation"},
+	{Name: Rank, Default: "set by ptlrun", Values: "a decimal in [0, PTL_SIZE)", ReadBy: "internal/bootstrap",
+		Doc: "this process's rank"},
+	{Name: Size, Default: "set by ptlrun", Values: "a decimal ≥ 1", ReadBy: "internal/bootstrap",
+		Doc: "the number of ranks in the job"},
+	{Name: BootstrapAddr, Default: "set by ptlrun", Values: "tcp:HOST:PORT or unix:PATH", ReadBy: "internal/bootstrap",
+		Doc: "the launcher's bootstrap server; when set, the other three ptlrun variables must be too"},
+	{Name: JobKey, Default: "set by ptlrun", Values: "64 hex digits", ReadBy: "internal/bootstrap",
+		Doc: "the job's secret, which authenticates a rank to the launcher"},
+	{Name: Conformance, Default: "unset: the corpus must be present", Values: "skip, update", ReadBy: "cmd/ptltest", Test: true,
+		Doc: "skip: run the tests without the conformance corpus; update: rewrite the list of corpus tests expected to pass (see docs/conformance.md)"},
+	{Name: CrossThreadSeconds, Default: "2", Values: "a positive number of seconds", ReadBy: "regcache", Test: true,
+		Doc: "how long the pin cache's cross-thread unmap race test runs per backend"},
+}
+
+// All returns the registered variables in table order. The slice is a copy.
+func All() []Knob { return append([]Knob(nil), knobs...) }
+
+// Info returns the registration of n.
+func Info(n Name) (Knob, bool) {
+	for _, k := range knobs {
+		if k.Name == n {
+			return k, true
+		}
+	}
+	return Knob{}, false
+}
+
+// Lookup returns the value of the registered variable n and whether it is set, as
+// os.LookupEnv does. A name that is not registered reads as unset: a variable must
+// be registered before any package can read it.
+func Lookup(n Name) (string, bool) {
+	if _, ok := Info(n); !ok {
+		return "", false
+	}
+	return os.LookupEnv(string(n))
+}
+
+// Get returns the value of the registered variable n, or "" when it is unset or
+// not registered.
+func Get(n Name) string {
+	v, _ := Lookup(n)
+	return v
+}
+
+// ErrUnregistered is the error of Set on a name that is not registered.
+var ErrUnregistered = errors.New("envknob: not a registered goportals variable")
+
+// Set sets the registered variable n for this process and the processes it starts
+// afterwards (a tool that turns a knob on for itself, as ptlbench churn does with
+// CheckPFN). Setting a name that is not registered fails with ErrUnregistered.
+func Set(n Name, v string) error {
+	if _, ok := Info(n); !ok {
+		return fmt.Errorf("set %s: %w", n, ErrUnregistered)
+	}
+	return os.Setenv(string(n), v)
+}
+
+// Unknown returns, sorted, the variables set in the environment whose names start
+// with prefix but that are not registered, as "NAME=value": misspellings a package
+// that owns the prefix (regcache owns PTL_RCACHE_) reports instead of ignoring.
+func Unknown(prefix string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		if _, ok := Info(Name(k)); !ok {
+			out = append(out, kv)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

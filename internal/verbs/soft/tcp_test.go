@@ -1,0 +1,80 @@
+package soft
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/goportals/goportals/internal/verbs"
+)
+
+// rawHello dials c's listener and greets queue pair qpn with key; it returns the
+// listener's one-byte answer.
+func rawHello(t *testing.T, c *Context, qpn uint32, nonce uint64, key []byte) byte {
+	t.Helper()
+	ip := net.IP(c.tcp.ip[:])
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(ip.String(), strconv.Itoa(int(c.tcp.port))), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	h := make([]byte, helloLen)
+	binary.LittleEndian.PutUint32(h[0:], helloMagic)
+	binary.LittleEndian.PutUint32(h[4:], qpn)
+	binary.LittleEndian.PutUint64(h[8:], nonce)
+	binary.LittleEndian.PutUint16(h[28:], uint16(len(key)))
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := conn.Write(append(h, key...)); err != nil {
+		t.Fatal(err)
+	}
+	var ans [1]byte
+	if _, err := io.ReadFull(conn, ans[:]); err != nil {
+		t.Fatal(err)
+	}
+	return ans[0]
+}
+
+// TestTCPJobKey checks that a TCP connection presenting another job key, or
+// naming a queue pair with a wrong nonce, is refused, and that the job's key is
+// accepted.
+func TestTCPJobKey(t *testing.T) {
+	SetJobKey([]byte("the-job-key"))
+	defer SetJobKey(nil)
+	c, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := c.CreateCQ(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := pd.CreateQP(verbs.QPAttr{SendCQ: cq, RecvCQ: cq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.tcp.ln == nil {
+		t.Skip("no TCP listener on this machine")
+	}
+	if got := rawHello(t, c, q.Num(), c.nonce, []byte("another-key")); got != helloKey {
+		t.Fatalf("wrong key: answer %d, want refusal %d", got, helloKey)
+	}
+	if got := rawHello(t, c, q.Num(), c.nonce^1, []byte("the-job-key")); got != helloNoQP {
+		t.Fatalf("wrong nonce: answer %d, want %d", got, helloNoQP)
+	}
+	if got := rawHello(t, c, q.Num(), c.nonce, []byte("the-job-key")); got != helloOK {
+		t.Fatalf("right key: answer %d, want %d", got, helloOK)
+	}
+	// A key change (another job) makes the old key a stranger's.
+	SetJobKey([]byte("a-third-key"))
+	if got := rawHello(t, c, q.Num(), c.nonce, []byte("the-job-key")); got != helloKey {
+		t.Fatalf("after the key changed, the old key: answer %d, want refusal %d", got, helloKey)
+	}
+}

@@ -1,0 +1,278 @@
+package soft
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/goportals/goportals/internal/envknob"
+	"github.com/goportals/goportals/internal/verbs"
+)
+
+// EnvPath names the variable that forces the path between queue pairs:
+// PTL_SOFT_PATH=tcp joins even two processes of one node over TCP (for tests and
+// measurements); unset or "auto" uses shared memory inside a node and TCP between
+// nodes.
+const EnvPath = string(envknob.SoftPath)
+
+// forceTCP reports whether PTL_SOFT_PATH asks for TCP everywhere.
+func forceTCP() (bool, error) {
+	switch v := envknob.Get(envknob.SoftPath); v {
+	case "", "auto", "shm":
+		return false, nil
+	case "tcp":
+		return true, nil
+	default:
+		return false, fmt.Errorf("%s=%q: want auto or tcp", EnvPath, v)
+	}
+}
+
+// netnsID identifies this process's network namespace: a node is a kernel and a
+// network namespace, so two processes of one kernel in different namespaces talk
+// over TCP.
+var netnsID = sync.OnceValue(func() uint64 {
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/self/ns/net", &st); err != nil {
+		return 0
+	}
+	return st.Ino
+})
+
+// nodeIP is the address this node's peers reach it at: the first IPv4 address of
+// an interface that is up and not loopback, or 127.0.0.1 when there is none.
+func nodeIP() net.IP {
+	ifs, err := net.Interfaces()
+	if err == nil {
+		for _, fi := range ifs {
+			if fi.Flags&net.FlagUp == 0 || fi.Flags&net.FlagLoopback != 0 {
+				continue
+			}
+			addrs, err := fi.Addrs()
+			if err != nil {
+				continue
+			}
+			for _, a := range addrs {
+				if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
+					return n.IP.To4()
+				}
+			}
+		}
+	}
+	return net.IPv4(127, 0, 0, 1).To4()
+}
+
+// tcpState is a context's TCP side: the listener peers dial, and connections that
+// arrived before their queue pair's Connect.
+type tcpState struct {
+	once  sync.Once
+	ln    net.Listener
+	ip    [16]byte
+	port  uint16
+	mu    sync.Mutex
+	early map[uint32]earlyConn
+}
+
+type earlyConn struct {
+	conn  net.Conn
+	qpn   uint32
+	nonce uint64
+}
+
+// listen opens the context's listener once; peers on other nodes dial it.
+func (c *Context) listen() {
+	c.tcp.once.Do(func() {
+		ip := nodeIP()
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+		if err != nil {
+			return
+		}
+		c.tcp.ln = ln
+		copy(c.tcp.ip[:], ip.To16())
+		c.tcp.port = uint16(ln.Addr().(*net.TCPAddr).Port)
+		c.tcp.early = map[uint32]earlyConn{}
+		c.wg.Add(1)
+		go c.acceptLoop(ln)
+	})
+}
+
+const (
+	helloMagic = 0x47505443 // "GPTC"
+	helloLen   = 4 + 4 + 8 + 4 + 8 + 2
+	helloOK    = 0
+	helloNoQP  = 1
+	helloKey   = 2
+)
+
+func (c *Context) acceptLoop(ln net.Listener) {
+	defer c.wg.Done()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go c.hello(conn)
+	}
+}
+
+// hello reads a dialer's greeting, checks the job key and the target queue pair,
+// and hands the connection over.
+func (c *Context) hello(conn net.Conn) {
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	var h [helloLen]byte
+	if _, err := io.ReadFull(conn, h[:]); err != nil || binary.LittleEndian.Uint32(h[0:]) != helloMagic {
+		conn.Close()
+		return
+	}
+	dst := binary.LittleEndian.Uint32(h[4:])
+	dstNonce := binary.LittleEndian.Uint64(h[8:])
+	src := binary.LittleEndian.Uint32(h[16:])
+	srcNonce := binary.LittleEndian.Uint64(h[20:])
+	klen := binary.LittleEndian.Uint16(h[28:])
+	key := make([]byte, klen)
+	if _, err := io.ReadFull(conn, key); err != nil {
+		conn.Close()
+		return
+	}
+	if !keysEqual(key, currentKey()) {
+		conn.Write([]byte{helloKey})
+		conn.Close()
+		return
+	}
+	var q *qp
+	if dstNonce == c.nonce {
+		c.mu.Lock()
+		for x := range c.qps {
+			if x.num == dst {
+				q = x
+				break
+			}
+		}
+		c.mu.Unlock()
+	}
+	if q == nil {
+		conn.Write([]byte{helloNoQP})
+		conn.Close()
+		return
+	}
+	conn.SetDeadline(time.Time{})
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.link != nil && q.link.conn == nil && q.link.peerQPN == src && q.link.peerNonce == srcNonce:
+		conn.Write([]byte{helloOK})
+		q.link.start(conn)
+	case q.State() == verbs.QPInit:
+		c.tcp.mu.Lock()
+		if old, ok := c.tcp.early[dst]; ok {
+			old.conn.Close()
+		}
+		c.tcp.early[dst] = earlyConn{conn: conn, qpn: src, nonce: srcNonce}
+		c.tcp.mu.Unlock()
+		conn.Write([]byte{helloOK})
+	default:
+		conn.Write([]byte{helloNoQP})
+		conn.Close()
+	}
+}
+
+// dials reports whether this side opens the connection: the lower endpoint does.
+func dials(ip [16]byte, port uint16, qpn uint32, rip [16]byte, rport uint16, rqpn uint32) bool {
+	if c := bytes.Compare(ip[:], rip[:]); c != 0 {
+		return c < 0
+	}
+	if port != rport {
+		return port < rport
+	}
+	return qpn < rqpn
+}
+
+// connectTCP joins the queue pair to a on another node (q.mu held).
+func (q *qp) connectTCP(a address) error {
+	c := q.ctx
+	if c.tcp.ln == nil || a.tcpPort == 0 {
+		return verbs.Errorf("connect", verbs.ErrUnreachable, fmt.Errorf("no TCP endpoint (listener unavailable)"))
+	}
+	l := &tcpLink{q: q, pending: map[uint64]*tcpPending{}, done: make(chan struct{}), peerQPN: a.qpn, peerNonce: a.nonce}
+	if dials(c.tcp.ip, c.tcp.port, q.num, a.tcpIP, a.tcpPort, a.qpn) {
+		conn, err := dialPeer(a, q.num, c.nonce)
+		if err != nil {
+			return err
+		}
+		q.link = l
+		l.start(conn)
+	} else {
+		q.link = l
+		c.tcp.mu.Lock()
+		e, ok := c.tcp.early[q.num]
+		delete(c.tcp.early, q.num)
+		c.tcp.mu.Unlock()
+		if ok && e.qpn == a.qpn && e.nonce == a.nonce {
+			l.start(e.conn)
+		} else if ok {
+			e.conn.Close()
+		}
+	}
+	q.state.Store(uint32(verbs.QPReady))
+	return nil
+}
+
+// dialPeer opens the stream to a's listener and greets it.
+func dialPeer(a address, qpn uint32, nonce uint64) (net.Conn, error) {
+	ip := net.IP(a.tcpIP[:])
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(ip.String(), fmt.Sprint(a.tcpPort)), 10*time.Second)
+	if err != nil {
+		return nil, verbs.Errorf("connect", verbs.ErrUnreachable, err)
+	}
+	key := currentKey()
+	h := make([]byte, helloLen, helloLen+len(key))
+	binary.LittleEndian.PutUint32(h[0:], helloMagic)
+	binary.LittleEndian.PutUint32(h[4:], a.qpn)
+	binary.LittleEndian.PutUint64(h[8:], a.nonce)
+	binary.LittleEndian.PutUint32(h[16:], qpn)
+	binary.LittleEndian.PutUint64(h[20:], nonce)
+	binary.LittleEndian.PutUint16(h[28:], uint16(len(key)))
+	h = append(h, key...)
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	var ans [1]byte
+	if _, err := conn.Write(h); err == nil {
+		_, err = io.ReadFull(conn, ans[:])
+		if err != nil {
+			conn.Close()
+			return nil, verbs.Errorf("connect", verbs.ErrUnreachable, err)
+		}
+	} else {
+		conn.Close()
+		return nil, verbs.Errorf("connect", verbs.ErrUnreachable, err)
+	}
+	conn.SetDeadline(time.Time{})
+	switch ans[0] {
+	case helloOK:
+		return conn, nil
+	case helloKey:
+		conn.Close()
+		return nil, verbs.Errorf("connect", verbs.ErrUnreachable, errors.New("peer refused the job key"))
+	default:
+		conn.Close()
+		return nil, verbs.Errorf("connect", verbs.ErrUnreachable, fmt.Errorf("queue pair %d no longer exists", a.qpn))
+	}
+}
+
+// Path says how the queue pair reaches its peer: "shm" (shared memory and
+// cross-memory attach inside a node), "tcp" (a TCP stream), or "" before Connect.
+func (q *qp) Path() string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.link != nil:
+		return "tcp"
+	case q.peer != nil:
+		return "shm"
+	}
+	return ""
+}
