@@ -37,6 +37,9 @@ func rc(err error) C.int {
 	if debug {
 		fmt.Fprintln(os.Stderr, "libportals:", err)
 	}
+	if oe, ok := err.(*ptlerr.OpError); ok { // the usual case, without errors.As
+		return C.int(oe.Errno)
+	}
 	return C.int(portals.ErrnoOf(err))
 }
 
