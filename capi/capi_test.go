@@ -89,7 +89,7 @@ func build() (*env, error) {
 	}
 	for _, name := range cTests {
 		out := filepath.Join(dir, name)
-		args := []string{"-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", filepath.Join("tests", name+".c"), "-o", out}
+		args := []string{"-std=c11", "-O2", "-pthread", "-Wall", "-Wextra", "-Werror", filepath.Join("tests", name+".c"), "-o", out}
 		args = append(args, strings.Fields(string(flags))...)
 		if err := runCmd(exec.Command("gcc", args...)); err != nil {
 			return nil, fmt.Errorf("compiling %s: %w", name, err)

@@ -7,8 +7,10 @@ package main
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"unsafe"
 
 	"github.com/goportals/goportals/portals"
@@ -29,13 +31,27 @@ const maxIovecs = 1 << 20
 // debug prints every error returned to C on standard error (PTL_CAPI_DEBUG=1).
 var debug = os.Getenv("PTL_CAPI_DEBUG") == "1"
 
-// rc turns err into a Portals return code.
+// saidUnsupported holds the calls that have reported a missing feature on
+// standard error: each says so once.
+var saidUnsupported sync.Map
+
+// rc turns err into a Portals return code. A feature goportals does not
+// provide (ErrNotSupported) is said on standard error, once per call name.
 func rc(err error) C.int {
 	if err == nil {
 		return C.PTL_OK
 	}
 	if debug {
 		fmt.Fprintln(os.Stderr, "libportals:", err)
+	} else if errors.Is(err, portals.ErrNotSupported) {
+		op := "libportals"
+		var oe *ptlerr.OpError
+		if errors.As(err, &oe) {
+			op = oe.Op
+		}
+		if _, said := saidUnsupported.LoadOrStore(op, true); !said {
+			fmt.Fprintln(os.Stderr, "libportals:", err)
+		}
 	}
 	if oe, ok := err.(*ptlerr.OpError); ok { // the usual case, without errors.As
 		return C.int(oe.Errno)

@@ -44,12 +44,19 @@ _Static_assert(sizeof(ptl_handle_any_t) == 4, "handles are 32 bits");
 enum htype { T_EQ = 1, T_CT = 2, T_NI = 3, T_MD = 4, T_LE = 5, T_ME = 6 };
 
 #define TYPE_SHIFT 29
-#define SLOT_MASK ((1u << TYPE_SHIFT) - 1)
+#define GEN_SHIFT 20
+#define GEN_MASK 0x1ffu
+#define SLOT_BITS 20
+#define SLOT_MASK ((1u << SLOT_BITS) - 1)
 #define CHUNK_BITS 10
 #define CHUNK_SIZE (1u << CHUNK_BITS)
-#define MAX_SLOTS (CHUNK_SIZE * CHUNK_SIZE)
+/* Slot 0xfffff is never handed out: with type 1 or 2 and generation 0x1ff it
+ * would spell PTL_EQ_NONE or PTL_CT_NONE. */
+#define MAX_SLOTS (CHUNK_SIZE * CHUNK_SIZE - 1)
 
-/* A slot word: bit 0 live, bits 1-3 type, bits 32-63 the NI handle. */
+/* A slot word: bit 0 live, bits 1-3 type, bits 4-12 the slot's generation
+ * (bumped at each release, so a stale handle is refused rather than naming
+ * the slot's next object), bits 32-63 the NI handle. */
 static _Atomic(_Atomic uint64_t *) chunks[CHUNK_SIZE];
 
 static pthread_mutex_t slot_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -57,14 +64,21 @@ static uint32_t *free_slots; /* stack of released slots */
 static uint32_t n_free, cap_free;
 static uint32_t next_slot;
 
-static inline uint32_t mkhandle(enum htype t, uint32_t slot) { return ((uint32_t)t << TYPE_SHIFT) | slot; }
-
 static inline _Atomic uint64_t *cell(uint32_t slot)
 {
     if (slot >= MAX_SLOTS)
         return NULL;
     _Atomic uint64_t *c = atomic_load_explicit(&chunks[slot >> CHUNK_BITS], memory_order_acquire);
     return c ? &c[slot & (CHUNK_SIZE - 1)] : NULL;
+}
+
+static inline uint32_t word_gen(uint64_t w) { return (uint32_t)(w >> 4) & GEN_MASK; }
+
+/* mkhandle is the handle of the object in slot (of type t, at the slot's
+ * current generation). */
+static inline uint32_t mkhandle(enum htype t, uint32_t slot)
+{
+    return ((uint32_t)t << TYPE_SHIFT) | (word_gen(atomic_load(cell(slot))) << GEN_SHIFT) | slot;
 }
 
 /* slot_alloc returns a free slot with its chunk present, or -1. */
@@ -88,14 +102,14 @@ static int64_t slot_alloc(void)
     return s;
 }
 
-/* slot_release clears slot and makes it free again. */
+/* slot_release kills slot, bumps its generation and makes it free again. */
 static void slot_release(uint32_t slot)
 {
     _Atomic uint64_t *c = cell(slot);
     if (!c)
         return;
     pthread_mutex_lock(&slot_mu);
-    atomic_store(c, 0);
+    atomic_store(c, (uint64_t)((word_gen(atomic_load(c)) + 1) & GEN_MASK) << 4);
     if (n_free == cap_free) {
         uint32_t ncap = cap_free ? cap_free * 2 : 256;
         uint32_t *nf = realloc(free_slots, ncap * sizeof *nf);
@@ -109,21 +123,30 @@ static void slot_release(uint32_t slot)
     pthread_mutex_unlock(&slot_mu);
 }
 
+/* slot_set makes slot live with type t and NI ni, keeping its generation. */
 static void slot_set(uint32_t slot, enum htype t, ptl_handle_ni_t ni)
 {
-    atomic_store(cell(slot), 1u | ((uint64_t)t << 1) | ((uint64_t)ni << 32));
+    _Atomic uint64_t *c = cell(slot);
+    uint64_t gen = (uint64_t)word_gen(atomic_load(c)) << 4;
+    atomic_store(c, 1u | ((uint64_t)t << 1) | gen | ((uint64_t)ni << 32));
+}
+
+/* live_word returns the word of handle h when h names a live object, else 0. */
+static inline uint64_t live_word(ptl_handle_any_t h)
+{
+    _Atomic uint64_t *c = cell(h & SLOT_MASK);
+    if (!c)
+        return 0;
+    uint64_t w = atomic_load_explicit(c, memory_order_acquire);
+    if (!(w & 1) || ((w >> 1) & 7) != (h >> TYPE_SHIFT) || word_gen(w) != ((h >> GEN_SHIFT) & GEN_MASK))
+        return 0;
+    return w;
 }
 
 /* resolve checks that h is a live handle of type t and returns its slot. */
 static inline int resolve(ptl_handle_any_t h, enum htype t, uint32_t *slot)
 {
-    if ((h >> TYPE_SHIFT) != (uint32_t)t)
-        return 0;
-    _Atomic uint64_t *c = cell(h & SLOT_MASK);
-    if (!c)
-        return 0;
-    uint64_t w = atomic_load_explicit(c, memory_order_acquire);
-    if (!(w & 1) || ((w >> 1) & 7) != (uint64_t)t)
+    if ((h >> TYPE_SHIFT) != (uint32_t)t || !live_word(h))
         return 0;
     *slot = h & SLOT_MASK;
     return 1;
@@ -309,11 +332,8 @@ EXPORT int PtlNIHandle(ptl_handle_any_t handle, ptl_handle_ni_t *ni_handle)
 {
     INIT_OR_RETURN();
     uint32_t t = handle >> TYPE_SHIFT;
-    _Atomic uint64_t *c = cell(handle & SLOT_MASK);
-    if (!ni_handle || t < T_EQ || t > T_ME || !c)
-        return PTL_ARG_INVALID;
-    uint64_t w = atomic_load(c);
-    if (!(w & 1) || ((w >> 1) & 7) != t)
+    uint64_t w;
+    if (!ni_handle || t < T_EQ || t > T_ME || !(w = live_word(handle)))
         return PTL_ARG_INVALID;
     *ni_handle = (ptl_handle_ni_t)(w >> 32);
     return PTL_OK;

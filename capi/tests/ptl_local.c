@@ -5,6 +5,7 @@
  */
 #include "ptltest.h"
 #include <stdint.h>
+#include <pthread.h>
 #include <sys/mman.h>
 
 /* Timeouts of the waits (ms): long enough never to be the cause of a pass. */
@@ -445,6 +446,74 @@ static int test_unsupported(void)
     return 0;
 }
 
+/* test_threads: four threads bind, put to the process itself and wait on
+ * their own counters at the same time. */
+enum { THREADS = 4, THREAD_PUTS = 200 };
+
+struct thread_arg {
+    int id, rc;
+    char win[16];
+};
+
+static void *thread_main(void *p)
+{
+    struct thread_arg *a = p;
+    ptl_handle_ct_t ct;
+    ptl_handle_me_t h;
+    ptl_handle_md_t md;
+    ptl_ct_event_t v;
+    char src[16];
+    memset(src, 'a' + a->id, sizeof src);
+    a->rc = PtlCTAlloc(ni, &ct);
+    if (a->rc == PTL_OK) {
+        ptl_me_t e;
+        memset(&e, 0, sizeof e);
+        e.start = a->win, e.length = sizeof a->win, e.ct_handle = ct, e.uid = PTL_UID_ANY;
+        e.options = PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_LINK_DISABLE;
+        e.match_id.rank = PTL_RANK_ANY;
+        e.match_bits = 0x7000 + (ptl_match_bits_t)a->id;
+        a->rc = PtlMEAppend(ni, pt, &e, PTL_PRIORITY_LIST, NULL, &h);
+    }
+    if (a->rc == PTL_OK) {
+        ptl_md_t d = {.start = src, .length = sizeof src, .options = 0, .eq_handle = PTL_EQ_NONE,
+                      .ct_handle = PTL_CT_NONE};
+        a->rc = PtlMDBind(ni, &d, &md);
+    }
+    for (int i = 0; a->rc == PTL_OK && i < THREAD_PUTS; i++) {
+        a->rc = PtlPut(md, 0, sizeof src, PTL_NO_ACK_REQ, self, pt, 0x7000 + (ptl_match_bits_t)a->id, 0, NULL, 0);
+        if (a->rc == PTL_OK)
+            a->rc = PtlCTWait(ct, (ptl_size_t)i + 1, &v);
+    }
+    if (a->rc == PTL_OK && memcmp(a->win, src, sizeof src) != 0)
+        a->rc = PTL_FAIL;
+    if (a->rc == PTL_OK)
+        a->rc = PtlMDRelease(md);
+    while (a->rc == PTL_OK && (a->rc = PtlMEUnlink(h)) == PTL_IN_USE) {
+        ptl_event_t ev;
+        PtlEQGet(eq, &ev);
+        a->rc = PTL_OK;
+    }
+    if (a->rc == PTL_OK)
+        a->rc = PtlCTFree(ct);
+    return NULL;
+}
+
+static int test_threads(void)
+{
+    pthread_t th[THREADS];
+    struct thread_arg args[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        memset(&args[i], 0, sizeof args[i]);
+        args[i].id = i;
+        CHECK(pthread_create(&th[i], NULL, thread_main, &args[i]) == 0, "pthread_create");
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < THREADS; i++)
+        CHECK(args[i].rc == PTL_OK, "thread %d: %s", i, rc_name(args[i].rc));
+    return 0;
+}
+
 static int test_fini(void)
 {
     OK(PtlPTFree(ni, pt));
@@ -455,6 +524,22 @@ static int test_fini(void)
     ptl_handle_ni_t h;
     EXPECT_RC(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, NULL, &h),
               PTL_NO_INIT);
+    return 0;
+}
+
+/* test_reinit: after the last PtlFini the library starts again (the Go
+ * runtime stays loaded) with fresh handles. */
+static int test_reinit(void)
+{
+    ptl_handle_ni_t h;
+    ptl_handle_eq_t q;
+    OK(PtlInit());
+    OK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, NULL, &h));
+    OK(PtlEQAlloc(h, 4, &q));
+    EXPECT_RC(PtlEQFree(eq), PTL_ARG_INVALID); /* a handle of the previous session */
+    OK(PtlEQFree(q));
+    OK(PtlNIFini(h));
+    PtlFini();
     return 0;
 }
 
@@ -476,6 +561,8 @@ int main(void)
     RUN(test_search);
     RUN(test_le);
     RUN(test_unsupported);
+    RUN(test_threads);
     RUN(test_fini);
+    RUN(test_reinit);
     return test_summary();
 }
