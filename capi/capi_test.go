@@ -221,14 +221,37 @@ func TestCForkNoLauncher(t *testing.T) {
 	}
 }
 
+// TestCPairCheckPFN runs the two-rank tests with the pin cache checking page
+// frames on every hit (PTL_CHECK_PFN=1): the churn test then requires zero
+// stale hits with frames verified, not only correct data.
+func TestCPairCheckPFN(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("PTL_CHECK_PFN=1 reads page frame numbers from /proc/self/pagemap, which the kernel gives to root only")
+	}
+	e := setup(t)
+	out, err := e.runEnv(t, []string{"PTL_CHECK_PFN=1"}, 2, e.bin["ptl_pair"])
+	if err != nil {
+		t.Fatalf("PTL_CHECK_PFN=1 ptlrun -np 2 ptl_pair: %v\n%s", err, out)
+	}
+	checkSummaries(t, out, 2)
+	if m := regexp.MustCompile(`churn cache: .*`).FindString(out); m != "" {
+		t.Log(m)
+	}
+}
+
 // headerFunctions returns the functions include/portals4.h declares.
 func headerFunctions(t *testing.T) []string {
+	return declared(t, "portals4.h")
+}
+
+// declared returns the functions a header of include/ declares.
+func declared(t *testing.T, header string) []string {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join("include", "portals4.h"))
+	src, err := os.ReadFile(filepath.Join("include", header))
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile(`(?m)^(?:int|void)\s+(Ptl\w+)\(`)
+	re := regexp.MustCompile(`(?m)^(?:int|void)\s+((?:Ptl|goportals_)\w+)\(`)
 	var names []string
 	for _, m := range re.FindAllStringSubmatch(string(src), -1) {
 		names = append(names, m[1])
@@ -264,7 +287,8 @@ func TestEveryFunctionCalled(t *testing.T) {
 }
 
 // TestExports: the installed libportals.so.4 has its SONAME, exports exactly
-// the functions of portals4.h, and the libportals.so link points to it.
+// the functions of portals4.h and portals4_goportals.h, and the libportals.so
+// link points to it.
 func TestExports(t *testing.T) {
 	e := setup(t)
 	lib := filepath.Join(e.prefix, "lib", "libportals.so.4")
@@ -288,13 +312,16 @@ func TestExports(t *testing.T) {
 		}
 	}
 	sort.Strings(got)
-	if want := headerFunctions(t); strings.Join(got, " ") != strings.Join(want, " ") {
+	want := append(headerFunctions(t), declared(t, "portals4_goportals.h")...)
+	sort.Strings(want)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("exported functions:\n%v\nwant:\n%v", got, want)
 	}
 	if dst, err := os.Readlink(filepath.Join(e.prefix, "lib", "libportals.so")); err != nil || dst != "libportals.so.4" {
 		t.Errorf("libportals.so -> %q (%v), want libportals.so.4", dst, err)
 	}
-	for _, p := range []string{"include/portals4.h", "lib/libgoportals.so", "lib/pkgconfig/portals4.pc"} {
+	for _, p := range []string{"include/portals4.h", "include/portals4_goportals.h", "lib/libgoportals.so",
+		"lib/pkgconfig/portals4.pc"} {
 		if _, err := os.Stat(filepath.Join(e.prefix, p)); err != nil {
 			t.Errorf("not installed: %v", err)
 		}

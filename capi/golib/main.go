@@ -4,6 +4,7 @@ package main
 #cgo CFLAGS: -I${SRCDIR}/../include
 #include <stdint.h>
 #include <portals4.h>
+#include <portals4_goportals.h>
 */
 import "C"
 
@@ -842,4 +843,20 @@ func goptl_Bundle(slot C.uint32_t, end C.int) (r C.int) {
 func goptl_AtomicSync() (r C.int) {
 	defer guard("PtlAtomicSync", &r)
 	return rc(ptl.AtomicSync())
+}
+
+//export goptl_CacheStats
+func goptl_CacheStats(slot C.uint32_t, out *C.goportals_cache_stats_t) (r C.int) {
+	const op = "goportals_cache_stats"
+	defer guard(op, &r)
+	ni, _, ok := lookup[*portals.NI](uint32(slot))
+	if !ok {
+		return badHandle(op, "NI")
+	}
+	s := ni.CacheStats()
+	*out = C.goportals_cache_stats_t{hits: C.uint64_t(s.Hits), misses: C.uint64_t(s.Misses),
+		evictions: C.uint64_t(s.Evictions), invalidations: C.uint64_t(s.Invalidations),
+		stale_in_use: C.uint64_t(s.StaleInUse), fallbacks: C.uint64_t(s.Fallbacks),
+		stale_hits: C.uint64_t(s.StaleHits), entries: C.uint64_t(s.Entries), pinned_bytes: C.uint64_t(s.PinnedBytes)}
+	return C.PTL_OK
 }

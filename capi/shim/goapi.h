@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 #include "portals4.h"
+#include "portals4_goportals.h"
 
 #define GOPTL_NO_SLOT ((uint32_t)0xffffffffu)
 
@@ -78,6 +79,7 @@
                                uint64_t userPtr, ptl_hdr_data_t hdr, int swap, void *operand,  \
                                int aop, int dt, uint32_t trig, ptl_size_t threshold))          \
     X(int, goptl_Bundle, (uint32_t slot, int end))                                             \
-    X(int, goptl_AtomicSync, (void))
+    X(int, goptl_AtomicSync, (void))                                                           \
+    X(int, goptl_CacheStats, (uint32_t slot, goportals_cache_stats_t *stats))
 
 #endif

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "portals4.h"
+#include "portals4_goportals.h"
 #include "goapi.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -995,3 +996,15 @@ EXPORT int PtlEndBundle(ptl_handle_ni_t ni_handle)
 }
 
 EXPORT int PtlHandleIsEqual(ptl_handle_any_t handle1, ptl_handle_any_t handle2) { return handle1 == handle2; }
+
+/* ---- goportals extensions (portals4_goportals.h) ------------------------------- */
+
+EXPORT int goportals_cache_stats(ptl_handle_ni_t ni_handle, goportals_cache_stats_t *stats)
+{
+    uint32_t s;
+    INIT_OR_RETURN();
+    NEED(goptl_CacheStats, "goportals_cache_stats");
+    if (!stats || !resolve(ni_handle, T_NI, &s))
+        return PTL_ARG_INVALID;
+    return go.goptl_CacheStats(s, stats);
+}
