@@ -33,7 +33,7 @@ import (
 // pair is one value that portals4.h and package portals both define; the
 // forwarding functions convert between them by number, so they must be equal.
 type pair struct {
-	name  string
+	name   string
 	c, gov uint64
 }
 
