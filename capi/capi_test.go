@@ -29,7 +29,7 @@ const forkXFail = "a physical NI cannot yet reach a process outside the launcher
 	"(PtlPut to the other process's PtlGetPhysId returns PTL_ARG_INVALID); it passes once NIs are local"
 
 // cTests are the C programs of tests/ the Go tests build.
-var cTests = []string{"ptl_local", "ptl_pair", "ptl_fork", "ptl_putlat", "ptl_callcost"}
+var cTests = []string{"ptl_local", "ptl_pair", "ptl_fork", "ptl_putlat", "ptl_callcost", "ptl_nogolib"}
 
 // env is what setup built: an installed prefix, the C programs, ptlrun and
 // the Go benchmark.
@@ -175,6 +175,21 @@ func TestCLocal(t *testing.T) {
 		t.Fatalf("ptl_local: %v\n%s", err, out)
 	}
 	checkSummaries(t, out, 1)
+}
+
+// TestCWithoutGoLibrary: with PTL_GOLIB naming a missing file, PtlInit fails
+// with PTL_FAIL and a message, and every call answers without crashing.
+func TestCWithoutGoLibrary(t *testing.T) {
+	e := setup(t)
+	missing := filepath.Join(t.TempDir(), "no-such-libgoportals.so")
+	out, err := e.runEnv(t, []string{"PTL_GOLIB=" + missing}, 0, e.bin["ptl_nogolib"])
+	if err != nil {
+		t.Fatalf("ptl_nogolib: %v\n%s", err, out)
+	}
+	checkSummaries(t, out, 1)
+	if !strings.Contains(out, "cannot load the Go library") {
+		t.Errorf("PtlInit did not say why it failed:\n%s", out)
+	}
 }
 
 // TestCPair runs the two-rank C tests under ptlrun.

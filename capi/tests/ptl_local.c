@@ -438,6 +438,59 @@ static int test_le(void)
     return 0;
 }
 
+/* test_bad_args: NULL and foreign arguments are refused, never dereferenced. */
+static int test_bad_args(void)
+{
+    ptl_handle_md_t md;
+    ptl_handle_me_t me;
+    ptl_handle_le_t le;
+    ptl_handle_eq_t q;
+    ptl_handle_ct_t ct;
+    ptl_size_t n;
+    unsigned int which;
+    ptl_ct_event_t v;
+    ptl_event_t ev;
+    ptl_size_t test = 1;
+    EXPECT_RC(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, NULL, NULL),
+              PTL_ARG_INVALID);
+    EXPECT_RC(PtlGetId(ni, NULL), PTL_ARG_INVALID);
+    EXPECT_RC(PtlGetPhysId(ni, NULL), PTL_ARG_INVALID);
+    EXPECT_RC(PtlGetUid(ni, NULL), PTL_ARG_INVALID);
+    EXPECT_RC(PtlNIStatus(ni, PTL_SR_DROP_COUNT, NULL), PTL_ARG_INVALID);
+    EXPECT_RC(PtlNIHandle(ni, NULL), PTL_ARG_INVALID);
+    EXPECT_RC(PtlGetMap(ni, 4, NULL, &n), PTL_ARG_INVALID);
+    EXPECT_RC(PtlSetMap(ni, 4, NULL), PTL_ARG_INVALID);
+    EXPECT_RC(PtlPTAlloc(ni, 0, PTL_EQ_NONE, PTL_PT_ANY, NULL), PTL_ARG_INVALID);
+    EXPECT_RC(PtlMDBind(ni, NULL, &md), PTL_ARG_INVALID);
+    EXPECT_RC(PtlMEAppend(ni, pt, NULL, PTL_PRIORITY_LIST, NULL, &me), PTL_ARG_INVALID);
+    EXPECT_RC(PtlLEAppend(ni, pt, NULL, PTL_PRIORITY_LIST, NULL, &le), PTL_ARG_INVALID);
+    EXPECT_RC(PtlMESearch(ni, pt, NULL, PTL_SEARCH_ONLY, NULL), PTL_ARG_INVALID);
+    EXPECT_RC(PtlLESearch(ni, pt, NULL, PTL_SEARCH_ONLY, NULL), PTL_ARG_INVALID);
+    EXPECT_RC(PtlEQAlloc(ni, 4, NULL), PTL_ARG_INVALID);
+    EXPECT_RC(PtlCTAlloc(ni, NULL), PTL_ARG_INVALID);
+    EXPECT_RC(PtlEQGet(eq, NULL), PTL_ARG_INVALID);
+    EXPECT_RC(PtlEQWait(eq, NULL), PTL_ARG_INVALID);
+    EXPECT_RC(PtlEQPoll(NULL, 1, 0, &ev, &which), PTL_ARG_INVALID);
+    EXPECT_RC(PtlEQPoll(&eq, 0, 0, &ev, &which), PTL_ARG_INVALID);
+    EXPECT_RC(PtlCTPoll(NULL, &test, 1, 0, &v, &which), PTL_ARG_INVALID);
+    OK(PtlCTAlloc(ni, &ct));
+    EXPECT_RC(PtlCTGet(ct, NULL), PTL_ARG_INVALID);
+    EXPECT_RC(PtlCTWait(ct, 1, NULL), PTL_ARG_INVALID);
+    EXPECT_RC(PtlCTPoll(&ct, NULL, 1, 0, &v, &which), PTL_ARG_INVALID);
+    /* A handle of one kind where another is expected. */
+    EXPECT_RC(PtlCTFree(eq), PTL_ARG_INVALID);
+    EXPECT_RC(PtlEQFree(ct), PTL_ARG_INVALID);
+    EXPECT_RC(PtlMDRelease(ni), PTL_ARG_INVALID);
+    EXPECT_RC(PtlNIFini(ct), PTL_ARG_INVALID);
+    EXPECT_RC(PtlSwap(ct, 0, ct, 0, 8, self, pt, 0, 0, NULL, 0, NULL, PTL_SWAP, PTL_INT64_T), PTL_ARG_INVALID);
+    EXPECT_RC(PtlTriggeredCTInc(ct, (ptl_ct_event_t){1, 0}, eq, 1), PTL_ARG_INVALID);
+    /* A handle value that was never issued. */
+    EXPECT_RC(PtlCTGet(ct ^ 0x00055555u, &v), PTL_ARG_INVALID);
+    OK(PtlCTFree(ct));
+    (void)q;
+    return 0;
+}
+
 static int test_unsupported(void)
 {
     ptl_handle_me_t me;
@@ -560,6 +613,7 @@ int main(void)
     RUN(test_triggered_ops);
     RUN(test_search);
     RUN(test_le);
+    RUN(test_bad_args);
     RUN(test_unsupported);
     RUN(test_threads);
     RUN(test_fini);
