@@ -1,0 +1,474 @@
+package capi_test
+
+import (
+	"bufio"
+	"context"
+	"debug/elf"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/goportals/goportals/portals"
+	"github.com/goportals/goportals/portals/ptl"
+)
+
+// forkXFail, when set, marks tests/ptl_fork.c as expected to fail and says why;
+// the test then fails if the program passes, so the mark cannot outlive its
+// reason.
+const forkXFail = "a physical NI cannot yet reach a process outside the launcher's job " +
+	"(PtlPut to the other process's PtlGetPhysId returns PTL_ARG_INVALID); it passes once NIs are local"
+
+// cTests are the C programs of tests/ the Go tests build.
+var cTests = []string{"ptl_local", "ptl_pair", "ptl_fork", "ptl_putlat", "ptl_callcost", "ptl_nogolib"}
+
+// env is what setup built: an installed prefix, the C programs, ptlrun and
+// the Go benchmark.
+type env struct {
+	prefix string
+	bin    map[string]string
+	ptlrun string
+	goLat  string
+}
+
+var (
+	setupOnce sync.Once
+	built     *env
+	setupErr  error
+	tmpRoot   string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if tmpRoot != "" {
+		os.RemoveAll(tmpRoot)
+	}
+	os.Exit(code)
+}
+
+// setup installs the ABI with `make PREFIX=... install` into a temporary
+// prefix and compiles the C tests against it with pkg-config, once per run.
+func setup(t *testing.T) *env {
+	t.Helper()
+	for _, tool := range []string{"make", "gcc", "pkg-config"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("building the C ABI needs %s: %v", tool, err)
+		}
+	}
+	setupOnce.Do(func() { built, setupErr = build() })
+	if setupErr != nil {
+		t.Fatal(setupErr)
+	}
+	return built
+}
+
+func build() (*env, error) {
+	dir, err := os.MkdirTemp("", "capi-test-")
+	if err != nil {
+		return nil, err
+	}
+	tmpRoot = dir
+	e := &env{prefix: filepath.Join(dir, "prefix"), bin: map[string]string{}}
+	if err := runCmd(exec.Command("make", "-s", "PREFIX="+e.prefix, "BUILD="+filepath.Join(dir, "build"), "install")); err != nil {
+		return nil, fmt.Errorf("make install: %w", err)
+	}
+	pc := exec.Command("pkg-config", "--cflags", "--libs", "portals4")
+	pc.Env = append(os.Environ(), "PKG_CONFIG_PATH="+filepath.Join(e.prefix, "lib", "pkgconfig"))
+	flags, err := pc.Output()
+	if err != nil {
+		return nil, fmt.Errorf("pkg-config --cflags --libs portals4: %w", err)
+	}
+	for _, name := range cTests {
+		out := filepath.Join(dir, name)
+		args := []string{"-std=c11", "-O2", "-pthread", "-Wall", "-Wextra", "-Werror", filepath.Join("tests", name+".c"), "-o", out}
+		args = append(args, strings.Fields(string(flags))...)
+		if err := runCmd(exec.Command("gcc", args...)); err != nil {
+			return nil, fmt.Errorf("compiling %s: %w", name, err)
+		}
+		e.bin[name] = out
+	}
+	e.ptlrun = filepath.Join(dir, "ptlrun")
+	e.goLat = filepath.Join(dir, "putlat")
+	for out, pkg := range map[string]string{e.ptlrun: "../cmd/ptlrun", e.goLat: "./bench/putlat"} {
+		if err := runCmd(exec.Command("go", "build", "-o", out, pkg)); err != nil {
+			return nil, fmt.Errorf("go build %s: %w", pkg, err)
+		}
+	}
+	return e, nil
+}
+
+func runCmd(c *exec.Cmd) error {
+	out, err := c.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%v: %w\n%s", c.Args, err, out)
+	}
+	return nil
+}
+
+// run starts prog (under ptlrun -np n when n > 0) and returns its output.
+func (e *env) run(t *testing.T, n int, prog string, args ...string) (string, error) {
+	return e.runEnv(t, nil, n, prog, args...)
+}
+
+// runEnv is run with extra environment variables.
+func (e *env) runEnv(t *testing.T, extra []string, n int, prog string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var c *exec.Cmd
+	if n > 0 {
+		c = exec.CommandContext(ctx, e.ptlrun, append([]string{"-np", strconv.Itoa(n), "-timeout", "4m", prog}, args...)...)
+	} else {
+		c = exec.CommandContext(ctx, prog, args...)
+	}
+	c.Env = append(launcherFree(os.Environ()), extra...)
+	out, err := c.CombinedOutput()
+	return string(out), err
+}
+
+// launcherFree drops the variables a surrounding launcher may have set, so a
+// program run without ptlrun starts as a process of its own.
+func launcherFree(envv []string) []string {
+	var out []string
+	for _, kv := range envv {
+		if strings.HasPrefix(kv, "PTL_RANK=") || strings.HasPrefix(kv, "PTL_SIZE=") ||
+			strings.HasPrefix(kv, "PTL_BOOTSTRAP_ADDR=") || strings.HasPrefix(kv, "PTL_JOB_KEY=") ||
+			strings.HasPrefix(kv, "PMI_") || strings.HasPrefix(kv, "OMPI_COMM_WORLD_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+var summaryRE = regexp.MustCompile(`(?m)^(?:\S+: )?(\d+) passed, (\d+) failed, (\d+) skipped$`)
+
+// checkSummaries requires want closing lines, each with tests passed and none
+// failed.
+func checkSummaries(t *testing.T, out string, want int) {
+	t.Helper()
+	m := summaryRE.FindAllStringSubmatch(out, -1)
+	if len(m) != want {
+		t.Fatalf("want %d closing lines, found %d:\n%s", want, len(m), out)
+	}
+	for _, s := range m {
+		if s[2] != "0" || s[1] == "0" {
+			t.Errorf("closing line %q:\n%s", s[0], out)
+		}
+	}
+}
+
+// TestCLocal runs the one-process C tests with no launcher.
+func TestCLocal(t *testing.T) {
+	e := setup(t)
+	out, err := e.run(t, 0, e.bin["ptl_local"])
+	if err != nil {
+		t.Fatalf("ptl_local: %v\n%s", err, out)
+	}
+	checkSummaries(t, out, 1)
+}
+
+// TestCWithoutGoLibrary: with PTL_GOLIB naming a missing file, PtlInit fails
+// with PTL_FAIL and a message, and every call answers without crashing.
+func TestCWithoutGoLibrary(t *testing.T) {
+	e := setup(t)
+	missing := filepath.Join(t.TempDir(), "no-such-libgoportals.so")
+	out, err := e.runEnv(t, []string{"PTL_GOLIB=" + missing}, 0, e.bin["ptl_nogolib"])
+	if err != nil {
+		t.Fatalf("ptl_nogolib: %v\n%s", err, out)
+	}
+	checkSummaries(t, out, 1)
+	if !strings.Contains(out, "cannot load the Go library") {
+		t.Errorf("PtlInit did not say why it failed:\n%s", out)
+	}
+}
+
+// TestCPair runs the two-rank C tests under ptlrun.
+func TestCPair(t *testing.T) {
+	e := setup(t)
+	out, err := e.run(t, 2, e.bin["ptl_pair"])
+	if err != nil {
+		t.Fatalf("ptlrun -np 2 ptl_pair: %v\n%s", err, out)
+	}
+	checkSummaries(t, out, 2)
+}
+
+// TestCGOMAXPROCS1 runs the C tests with one P in each Go runtime: calls that
+// wait must make progress themselves, not count on a scheduled goroutine.
+func TestCGOMAXPROCS1(t *testing.T) {
+	e := setup(t)
+	one := []string{"GOMAXPROCS=1"}
+	out, err := e.runEnv(t, one, 0, e.bin["ptl_local"])
+	if err != nil {
+		t.Fatalf("GOMAXPROCS=1 ptl_local: %v\n%s", err, out)
+	}
+	checkSummaries(t, out, 1)
+	out, err = e.runEnv(t, one, 2, e.bin["ptl_pair"])
+	if err != nil {
+		t.Fatalf("GOMAXPROCS=1 ptlrun -np 2 ptl_pair: %v\n%s", err, out)
+	}
+	checkSummaries(t, out, 2)
+}
+
+// TestCForkNoLauncher runs the program that forks before PtlInit and swaps
+// physical ids through a pipe (see forkXFail).
+func TestCForkNoLauncher(t *testing.T) {
+	e := setup(t)
+	out, err := e.run(t, 0, e.bin["ptl_fork"])
+	m := summaryRE.FindAllStringSubmatch(out, -1)
+	passed := err == nil && len(m) == 2 && m[0][2] == "0" && m[1][2] == "0"
+	switch {
+	case passed && forkXFail != "":
+		t.Errorf("ptl_fork passes but is marked expected-to-fail (%s): clear forkXFail\n%s", forkXFail, out)
+	case !passed && forkXFail != "":
+		t.Skipf("expected failure: %s\n%s", forkXFail, out)
+	case !passed:
+		t.Errorf("ptl_fork: %v\n%s", err, out)
+	}
+}
+
+// TestCPairCheckPFN runs the two-rank tests with the pin cache checking page
+// frames on every hit (PTL_CHECK_PFN=1): the churn test then requires zero
+// stale hits with frames verified, not only correct data.
+func TestCPairCheckPFN(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("PTL_CHECK_PFN=1 reads page frame numbers from /proc/self/pagemap, which the kernel gives to root only")
+	}
+	e := setup(t)
+	out, err := e.runEnv(t, []string{"PTL_CHECK_PFN=1"}, 2, e.bin["ptl_pair"])
+	if err != nil {
+		t.Fatalf("PTL_CHECK_PFN=1 ptlrun -np 2 ptl_pair: %v\n%s", err, out)
+	}
+	checkSummaries(t, out, 2)
+	if m := regexp.MustCompile(`churn cache: .*`).FindString(out); m != "" {
+		t.Log(m)
+	}
+}
+
+// headerFunctions returns the functions include/portals4.h declares.
+func headerFunctions(t *testing.T) []string {
+	return declared(t, "portals4.h")
+}
+
+// declared returns the functions a header of include/ declares.
+func declared(t *testing.T, header string) []string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("include", header))
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)^(?:int|void)\s+((?:Ptl|goportals_)\w+)\(`)
+	var names []string
+	for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+		names = append(names, m[1])
+	}
+	sort.Strings(names)
+	return names
+}
+
+// TestEveryFunctionCalled: portals4.h declares the 54 functions of the
+// reference's header, and the C tests call each of them.
+func TestEveryFunctionCalled(t *testing.T) {
+	names := headerFunctions(t)
+	if len(names) != 54 {
+		t.Fatalf("portals4.h declares %d functions, want 54: %v", len(names), names)
+	}
+	var all strings.Builder
+	files, err := filepath.Glob(filepath.Join("tests", "*.c"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no C tests: %v", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Write(b)
+	}
+	for _, n := range names {
+		if !regexp.MustCompile(`\b` + n + `\(`).MatchString(all.String()) {
+			t.Errorf("no C test calls %s", n)
+		}
+	}
+}
+
+// TestExports: the installed libportals.so.4 has its SONAME, exports exactly
+// the functions of portals4.h and portals4_goportals.h, and the libportals.so
+// link points to it.
+func TestExports(t *testing.T) {
+	e := setup(t)
+	lib := filepath.Join(e.prefix, "lib", "libportals.so.4")
+	f, err := elf.Open(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sonames, err := f.DynString(elf.DT_SONAME)
+	if err != nil || len(sonames) != 1 || sonames[0] != "libportals.so.4" {
+		t.Errorf("SONAME %v (%v), want libportals.so.4", sonames, err)
+	}
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range syms {
+		if s.Section != elf.SHN_UNDEF && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+			got = append(got, s.Name)
+		}
+	}
+	sort.Strings(got)
+	want := append(headerFunctions(t), declared(t, "portals4_goportals.h")...)
+	sort.Strings(want)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("exported functions:\n%v\nwant:\n%v", got, want)
+	}
+	if dst, err := os.Readlink(filepath.Join(e.prefix, "lib", "libportals.so")); err != nil || dst != "libportals.so.4" {
+		t.Errorf("libportals.so -> %q (%v), want libportals.so.4", dst, err)
+	}
+	for _, p := range []string{"include/portals4.h", "include/portals4_goportals.h", "lib/libgoportals.so",
+		"lib/pkgconfig/portals4.pc"} {
+		if _, err := os.Stat(filepath.Join(e.prefix, p)); err != nil {
+			t.Errorf("not installed: %v", err)
+		}
+	}
+}
+
+var latRE = regexp.MustCompile(`putlat api=(\w+) bytes=8 iters=\d+ oneway_us=([0-9.]+)`)
+
+// TestPutLatencyRatio runs the C and the Go put-latency benchmarks
+// alternately in one run and reports the ratio (C over Go) of the fastest runs
+// and the median of the ratios of adjacent runs: the machine is shared, so
+// single runs are noisy.
+// It fails only when a benchmark does not run; the figures are for the report
+// (PTL_CAPI_LAT_ITERS sets the iterations, default 5000; -short skips).
+func TestPutLatencyRatio(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a benchmark: skipped with -short")
+	}
+	e := setup(t)
+	iters := "5000"
+	if v := os.Getenv("PTL_CAPI_LAT_ITERS"); v != "" {
+		iters = v
+	}
+	res := map[string][]float64{}
+	const rounds = 7
+	for round := 0; round < rounds; round++ {
+		for _, prog := range []string{e.bin["ptl_putlat"], e.goLat} {
+			out, err := e.run(t, 2, prog, iters)
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", filepath.Base(prog), err, out)
+			}
+			m := latRE.FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("%s printed no result:\n%s", filepath.Base(prog), out)
+			}
+			v, err := strconv.ParseFloat(m[2], 64)
+			if err != nil || v <= 0 {
+				t.Fatalf("%s: latency %q", filepath.Base(prog), m[2])
+			}
+			res[m[1]] = append(res[m[1]], v)
+		}
+	}
+	ratios := make([]float64, rounds)
+	for i := range ratios {
+		ratios[i] = res["c"][i] / res["go"][i]
+	}
+	sort.Float64s(ratios)
+	c, g := slices.Min(res["c"]), slices.Min(res["go"])
+	t.Logf("8-byte put one-way latency over %d rounds: fastest C ABI %.3f µs, Go API %.3f µs, ratio C/Go %.2f; "+
+		"median ratio of adjacent runs %.2f (runs µs: C %v, Go %v)", rounds, c, g, c/g, ratios[rounds/2], res["c"], res["go"])
+}
+
+var callRE = regexp.MustCompile(`callcost api=c ctget_ns=([0-9.]+) eqget_ns=([0-9.]+)`)
+
+// TestCallCostRatio measures one PtlCTGet and one PtlEQGet on an empty queue
+// through the C ABI (tests/ptl_callcost.c) and the same calls through
+// portals/ptl in this process, fastest of 5 batches each, and logs the costs
+// and ratios. It fails only when a measurement does not run.
+func TestCallCostRatio(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("a benchmark: skipped with -short and under -race")
+	}
+	e := setup(t)
+	out, err := e.run(t, 0, e.bin["ptl_callcost"])
+	if err != nil {
+		t.Fatalf("ptl_callcost: %v\n%s", err, out)
+	}
+	m := callRE.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("ptl_callcost printed no result:\n%s", out)
+	}
+	cCT, _ := strconv.ParseFloat(m[1], 64)
+	cEQ, _ := strconv.ParseFloat(m[2], 64)
+
+	if err := ptl.Init(); err != nil {
+		t.Fatal(err)
+	}
+	defer ptl.Fini()
+	ni, _, err := ptl.NIInit(portals.IfaceDefault, portals.NIMatching|portals.NILogical, portals.PIDAny, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ni.Fini()
+	ct, err := ptl.CTAlloc(ni)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := ptl.EQAlloc(ni, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ptl.EQGet(q); portals.ErrnoOf(err) != portals.EQEmpty {
+		t.Fatalf("EQGet on an empty queue: %v", err)
+	}
+	const n = 200000
+	goCT, goEQ := math.Inf(1), math.Inf(1)
+	for b := 0; b < 5; b++ {
+		t0 := time.Now()
+		for i := 0; i < n; i++ {
+			if _, err := ptl.CTGet(ct); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t1 := time.Now()
+		for i := 0; i < n; i++ {
+			if _, err := ptl.EQGet(q); err == nil { // EQEmpty, checked once below
+				t.Fatal("EQGet on an empty queue returned an event")
+			}
+		}
+		t2 := time.Now()
+		goCT = min(goCT, float64(t1.Sub(t0).Nanoseconds())/n)
+		goEQ = min(goEQ, float64(t2.Sub(t1).Nanoseconds())/n)
+	}
+	t.Logf("one call, fastest of 5 batches of %d: PtlCTGet C ABI %.1f ns, Go %.1f ns (ratio %.2f); "+
+		"PtlEQGet empty C ABI %.1f ns, Go %.1f ns (ratio %.2f)", n, cCT, goCT, cCT/goCT, cEQ, goEQ, cEQ/goEQ)
+}
+
+// TestReadmeLimits: the README documents the limits of a Go c-shared library.
+func TestReadmeLimits(t *testing.T) {
+	f, err := os.Open("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var text strings.Builder
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		text.WriteString(strings.ToLower(sc.Text()) + "\n")
+	}
+	for _, topic := range []string{"one go runtime", "fork", "signal", "raw-address"} {
+		if !strings.Contains(text.String(), topic) {
+			t.Errorf("README.md says nothing about %q", topic)
+		}
+	}
+}
