@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -62,7 +63,10 @@ type helper struct {
 	cmd  *exec.Cmd
 	in   io.WriteCloser
 	out  *bufio.Reader
-	done chan error
+	done chan error // the helper's end, once it was started
+
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // startHelper starts this program as helper role with extra environment
@@ -88,11 +92,13 @@ func startHelper(ctx context.Context, role string, env ...string) (*helper, stri
 		in.Close()
 		return nil, "", fmt.Errorf("start the %s helper: %w", role, err)
 	}
-	h := &helper{cmd: cmd, in: in, out: bufio.NewReader(out), done: make(chan error, 1)}
+	h := &helper{cmd: cmd, in: in, out: bufio.NewReader(out)}
 	greeting, err := h.readLine()
 	if err != nil {
-		return nil, "", errors.Join(fmt.Errorf("the %s helper said nothing: %w", role, err), h.stop())
+		h.stop()
+		return nil, "", fmt.Errorf("the %s helper said nothing: %w", role, err)
 	}
+	h.done = make(chan error, 1)
 	go func() { h.done <- cmd.Wait() }()
 	return h, greeting, nil
 }
@@ -115,8 +121,14 @@ func (h *helper) ask(cmd string) (string, error) {
 }
 
 // stop closes the helper's input, which ends it, and waits; a helper that does
-// not end within a few seconds is killed. It reports how the helper ended.
+// not end within a few seconds is killed. It reports how the helper ended, the
+// same on every call.
 func (h *helper) stop() error {
+	h.stopOnce.Do(func() { h.stopErr = h.end() })
+	return h.stopErr
+}
+
+func (h *helper) end() error {
 	h.in.Close()
 	if h.done == nil { // the wait was not started yet
 		h.cmd.Process.Kill()

@@ -79,7 +79,7 @@ type load int
 
 const (
 	quiet load = iota
-	busy        // a third process spins on one core
+	busy       // a third process spins on one core
 )
 
 func (l load) String() string {
@@ -99,9 +99,9 @@ type counts struct {
 // contender measures one way of moving data at one size. It returns a value for
 // the metrics it knows; a peer that cannot run returns errPeerMissing.
 type contender struct {
-	key     string // as -peers names it
-	name    string // as the table and the plot's legend show it
-	run     func(ctx context.Context, size int, c counts) (map[metric]float64, error)
+	key  string // as -peers names it
+	name string // as the table and the plot's legend show it
+	run  func(ctx context.Context, size int, c counts) (map[metric]float64, error)
 }
 
 // errPeerMissing marks a peer whose program is not installed.
@@ -359,7 +359,7 @@ func (r *compareRun) table(w io.Writer) error {
 						q, qn := r.s.ratio(ref, k)
 						ratio, n = fmtRatio(q), qn
 					}
-					p.printf("%-10s %-10d %-6s %-28s %12.2f %8s %3d\n", m, size, l, c.name, v, ratio, n)
+					p.printf("%-10s %-10d %-6s %-28s %12s %8s %3d\n", m, size, l, c.name, fmtValue(v), ratio, n)
 				}
 			}
 		}
@@ -428,9 +428,24 @@ func medianOf(v []float64) (float64, int) {
 	return median(x), len(x)
 }
 
+// fmtValue writes v with at least four significant digits and no exponent.
+func fmtValue(v float64) string {
+	return strconv.FormatFloat(v, 'f', decimals(v, 4), 64)
+}
+
+// fmtRatio writes a ratio with at least two decimals and two significant
+// digits, or "-" for none.
 func fmtRatio(q float64) string {
 	if math.IsNaN(q) {
 		return "-"
 	}
-	return strconv.FormatFloat(q, 'f', 2, 64) + "x"
+	return strconv.FormatFloat(q, 'f', max(2, decimals(q, 2)), 64) + "x"
+}
+
+// decimals is how many decimals show digits significant digits of v.
+func decimals(v float64, digits int) int {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 2
+	}
+	return max(0, digits-1-int(math.Floor(math.Log10(math.Abs(v)))))
 }

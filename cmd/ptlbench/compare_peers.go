@@ -129,13 +129,13 @@ func fiPingpong(provider, ep string) *contender {
 			if err != nil {
 				return nil, err
 			}
-			return parseFiPingpong(out)
+			return parseFiPingpong(out, size)
 		}}
 }
 
-// parseFiPingpong reads the result row of fi_pingpong's table: the columns
-// usec/xfer and MB/sec, found by the header.
-func parseFiPingpong(out string) (map[metric]float64, error) {
+// parseFiPingpong reads the result row of fi_pingpong's table at size: the
+// columns usec/xfer and MB/sec, found by the header.
+func parseFiPingpong(out string, size int) (map[metric]float64, error) {
 	sc := bufio.NewScanner(strings.NewReader(out))
 	var header []string
 	for sc.Scan() {
@@ -166,6 +166,15 @@ func parseFiPingpong(out string) (map[metric]float64, error) {
 		}
 		if len(vals) != 2 {
 			return nil, fmt.Errorf("fi_pingpong: header %q lacks usec/xfer or MB/sec", strings.Join(header, " "))
+		}
+		// Both columns carry two decimals and say the same (MB/sec is size
+		// over usec/xfer): take the bandwidth from the larger number, which
+		// has more significant digits.
+		if lat := vals[latency]; lat > vals[bandwidth] {
+			vals[bandwidth] = float64(size) / lat
+		}
+		if !(vals[latency] > 0) {
+			return nil, fmt.Errorf("fi_pingpong: latency %v in %q", vals[latency], out)
 		}
 		return vals, nil
 	}
