@@ -50,7 +50,7 @@ func compareFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.rounds, "rounds", 5, "-compare: interleaved rounds")
 	fs.BoolVar(&o.busy, "busy", false, "-compare: measure every contender also beside a third process spinning on one core, in the same rounds")
 	fs.StringVar(&o.sizes, "sizes", "", "-compare: comma-separated message sizes in bytes (default "+defaultCompareSizes+", or "+defaultPlotSizes+" with -plot)")
-	fs.StringVar(&o.peers, "peers", "all", "-compare: comma-separated contenders besides goportals, from "+strings.Join(peerNames(), ", ")+", or all")
+	fs.StringVar(&o.peers, "peers", "all", "-compare: comma-separated contenders besides goportals, from "+strings.Join(peerNames(), ", ")+", or all, or none")
 }
 
 // compareTest is what ptlbench runs with -compare (in place of a TEST).
@@ -285,7 +285,7 @@ func (r *compareRun) measure(ctx context.Context) error {
 	missing := map[string]bool{}
 	failed := map[string]bool{}
 	for round := 0; round < r.rounds; round++ {
-		for _, l := range r.loads {
+		for _, l := range roundLoads(r.loads, round) {
 			var sp *spinner
 			if l == busy {
 				var err error
@@ -336,6 +336,16 @@ func (r *compareRun) measure(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// roundLoads returns the loads in the order of one round: reversed every other
+// round, so neither load always comes first.
+func roundLoads(loads []load, round int) []load {
+	out := slices.Clone(loads)
+	if round%2 == 1 {
+		slices.Reverse(out)
+	}
+	return out
 }
 
 // table prints the medians and the same-round ratios.

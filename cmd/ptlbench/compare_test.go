@@ -314,11 +314,13 @@ func TestCompareUsage(t *testing.T) {
 
 // TestCompareRun runs ptlbench -compare end to end with short counts: goportals
 // (two rank processes), the baselines and fi_pingpong shm (noted as skipped when
-// it is not installed), two rounds, with a plot.
+// it is not installed), two rounds, with a plot. (The sizes are large enough
+// that goportals' bandwidth does not round to 0.00 MB/s in the ranks' JSON on a
+// slow host.)
 func TestCompareRun(t *testing.T) {
 	png := filepath.Join(t.TempDir(), "cmp.png")
 	b := mustRun(t, 0, "-compare", "-rounds", "2", "-iters", "20", "-window", "4", "-timeout", "1m",
-		"-sizes", "8,4096", "-peers", "fi-shm,cma,memcpy", "-plot", png)
+		"-sizes", "1024,65536", "-peers", "fi-shm,cma,memcpy", "-plot", png)
 	t.Logf("\n%s", b.stdout)
 	rows := map[string]bool{}
 	for _, l := range strings.Split(b.stdout, "\n") {
@@ -336,13 +338,13 @@ func TestCompareRun(t *testing.T) {
 		}
 		rows[f[0]+" "+f[1]+" "+strings.Join(f[3:len(f)-3], " ")] = true
 	}
-	want := []string{"latency_us 8 goportals put", "latency_us 4096 goportals put", "MB/s 8 goportals put",
-		"MB/s 4096 goportals put", "MB/s 4096 memcpy (one process)"}
+	want := []string{"latency_us 1024 goportals put", "latency_us 65536 goportals put", "MB/s 1024 goportals put",
+		"MB/s 65536 goportals put", "MB/s 65536 memcpy (one process)"}
 	if _, err := cmaBandwidth(context.Background(), 8, 0, 1); err == nil {
-		want = append(want, "MB/s 4096 process_vm_writev")
+		want = append(want, "MB/s 65536 process_vm_writev")
 	}
 	if _, err := exec.LookPath("fi_pingpong"); err == nil {
-		want = append(want, "latency_us 8 fi_pingpong shm")
+		want = append(want, "latency_us 1024 fi_pingpong shm")
 	} else if !strings.Contains(b.stdout, "# skipped fi_pingpong shm:") {
 		t.Errorf("fi_pingpong is missing and the table does not say so")
 	}
@@ -372,5 +374,37 @@ func TestFormat(t *testing.T) {
 	}
 	if got := fmtRatio(math.NaN()); got != "-" {
 		t.Errorf("fmtRatio(NaN) = %q", got)
+	}
+}
+
+func TestRoundLoads(t *testing.T) {
+	both := []load{quiet, busy}
+	if got := roundLoads(both, 0); got[0] != quiet || got[1] != busy {
+		t.Fatalf("round 0: %v", got)
+	}
+	if got := roundLoads(both, 1); got[0] != busy || got[1] != quiet {
+		t.Fatalf("round 1: %v", got)
+	}
+	if both[0] != quiet {
+		t.Fatal("roundLoads reordered its argument")
+	}
+}
+
+// TestCompareBusy runs -compare -busy end to end on goportals alone: every
+// round measures it on a quiet host and beside the spinner, and the table
+// gives both and the degradation.
+func TestCompareBusy(t *testing.T) {
+	b := mustRun(t, 0, "-compare", "-busy", "-rounds", "2", "-iters", "20", "-window", "4", "-timeout", "1m",
+		"-sizes", "8", "-peers", "none")
+	t.Logf("\n%s", b.stdout)
+	out := squeeze(b.stdout)
+	for _, want := range []string{"latency_us 8 quiet goportals put", "latency_us 8 busy goportals put",
+		"MB/s 8 busy goportals put", "# 8 bytes goportals put busy/quiet"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if !strings.Contains(b.ranks, "busy host, 8 bytes: goportals put") {
+		t.Errorf("the progress lines name no busy measurement:\n%s", b.ranks)
 	}
 }
