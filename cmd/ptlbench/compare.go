@@ -305,8 +305,8 @@ func (r *compareRun) measure(ctx context.Context) error {
 						sp.stop()
 						return err
 					}
-					fmt.Fprintf(r.log, "ptlbench -compare: round %d/%d, %s host, %d bytes: %s\n", round+1, r.rounds, l, size, k.name)
 					vals, err := k.run(ctx, size, c)
+					fmt.Fprintf(r.log, "ptlbench -compare: round %d/%d, %s host, %d bytes: %s:%s\n", round+1, r.rounds, l, size, k.name, fmtVals(vals, err))
 					switch {
 					case errors.Is(err, errPeerMissing) || errors.Is(err, errNotSupported):
 						missing[k.name] = true
@@ -336,6 +336,20 @@ func (r *compareRun) measure(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// fmtVals writes one measurement for the progress lines.
+func fmtVals(vals map[metric]float64, err error) string {
+	var b strings.Builder
+	for _, m := range []metric{latency, bandwidth} {
+		if v, ok := vals[m]; ok {
+			fmt.Fprintf(&b, " %s %s", m, fmtValue(v))
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(&b, " (%v)", err)
+	}
+	return b.String()
 }
 
 // roundLoads returns the loads in the order of one round: reversed every other
