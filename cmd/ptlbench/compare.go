@@ -292,6 +292,9 @@ func (r *compareRun) measure(ctx context.Context) error {
 				if sp, err = startSpinner(ctx); err != nil {
 					return fmt.Errorf("busy host: %w", err)
 				}
+				if note := "busy host: a third process spins on cpu " + sp.cpu; !slices.Contains(r.notes, note) {
+					r.notes = append(r.notes, note)
+				}
 			}
 			for _, size := range r.sizes {
 				c := iterationCounts(size)
