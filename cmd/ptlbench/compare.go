@@ -259,8 +259,12 @@ func runCompare(ctx context.Context, cfg config) error {
 	if o.busy {
 		r.loads = append(r.loads, busy)
 	}
+	before := loadAverage()
 	if err := r.measure(ctx); err != nil {
 		return err
+	}
+	if before != "" {
+		r.notes = append(r.notes, "host before the run: "+before+"; after: "+loadAverage())
 	}
 	if err := r.table(cfg.out); err != nil {
 		return err

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,4 +31,18 @@ func pinToLastCPU() (string, error) {
 		return "", fmt.Errorf("sched_setaffinity to cpu %d: %w", last, err)
 	}
 	return strconv.Itoa(last), nil
+}
+
+// loadAverage returns the host's one-minute load average and its number of
+// runnable tasks (from /proc/loadavg), or "" where unknown.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 4 {
+		return ""
+	}
+	return fmt.Sprintf("load average %s (1 min), %s runnable/total tasks", f[0], f[3])
 }

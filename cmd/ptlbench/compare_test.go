@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -352,6 +353,9 @@ func TestCompareRun(t *testing.T) {
 		if !rows[w] {
 			t.Errorf("no row %q", w)
 		}
+	}
+	if runtime.GOOS == "linux" && !regexp.MustCompile(`# host before the run: load average [0-9.]+ \(1 min\), [0-9]+/[0-9]+ runnable/total tasks; after: load average`).MatchString(b.stdout) {
+		t.Errorf("no note of the host's load")
 	}
 	if !strings.Contains(b.stdout, "# plot written to "+png) {
 		t.Errorf("no plot line")
