@@ -263,6 +263,8 @@ func TestSizeLabel(t *testing.T) {
 
 // TestPeers runs each installed peer program once at 8 bytes.
 func TestPeers(t *testing.T) {
+	saved := xferOpts.timeout
+	t.Cleanup(func() { xferOpts.timeout = saved })
 	xferOpts.timeout = time.Minute
 	for _, c := range peers() {
 		t.Run(c.key, func(t *testing.T) {
