@@ -66,9 +66,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			t.flags(fs)
 		}
 	}
+	compareFlags(fs)
 	sort.Strings(names)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: ptlbench [flags] TEST\n\ntests:\n")
+		fmt.Fprintf(stderr, "usage: ptlbench [flags] TEST\n       ptlbench -compare [-plot FILE.png] [flags]\n\ntests:\n")
 		for _, n := range names {
 			fmt.Fprintf(stderr, "  %-10s %s\n", n, registry[n].summary)
 		}
@@ -81,15 +82,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return 2
-	}
-	t, ok := registry[fs.Arg(0)]
-	if !ok {
-		fmt.Fprintf(stderr, "ptlbench: unknown test %q\n", fs.Arg(0))
-		fs.Usage()
-		return 2
+	t := compareTest
+	if !compareRequested() || fs.NArg() != 0 {
+		if fs.NArg() != 1 || compareRequested() {
+			fs.Usage()
+			return 2
+		}
+		var ok bool
+		if t, ok = registry[fs.Arg(0)]; !ok {
+			fmt.Fprintf(stderr, "ptlbench: unknown test %q\n", fs.Arg(0))
+			fs.Usage()
+			return 2
+		}
 	}
 	if cfg.duration <= 0 || cfg.threads <= 0 {
 		fmt.Fprintln(stderr, "ptlbench: -duration and -threads must be positive")
