@@ -159,18 +159,36 @@ func (ni *NI) start(name string, o *initOp, target ProcessID, operand []byte) er
 		return err
 	}
 	ni.mu.Lock()
-	if err := ni.validate(o, operand); err != nil {
-		ni.mu.Unlock()
-		code := ArgInvalid
-		if errorsIsNotSupported(err) {
-			code = Fail
+	var pr *peer
+	for {
+		if err := ni.validate(o, operand); err != nil {
+			ni.mu.Unlock()
+			code := ArgInvalid
+			if errorsIsNotSupported(err) {
+				code = Fail
+			}
+			return opErr(name, code, err)
 		}
-		return opErr(name, code, err)
-	}
-	pr, ok := ni.peerOf(target)
-	if !ok {
+		var id ProcessID
+		var ok bool
+		if pr, id, ok = ni.peerOf(target); !ok {
+			ni.mu.Unlock()
+			return opErr(name, ArgInvalid, fmt.Errorf("no process %+v in the logical map", target))
+		}
+		if pr != nil {
+			break
+		}
+		// The first operation to this target opens the connection (without the
+		// engine lock: the answer needs progress); then the checks run again.
 		ni.mu.Unlock()
-		return opErr(name, ArgInvalid, fmt.Errorf("no process %+v in the job", target))
+		pr = ni.connectTo(id)
+		ni.mu.Lock()
+		if pr.broken.Load() {
+			if err := ni.validate(o, operand); err != nil {
+				continue // reported by the loop
+			}
+			break // unreachable: the operation completes with NI_UNDELIVERABLE
+		}
 	}
 	ni.nextOp++
 	o.id, o.pr = ni.nextOp, pr

@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/goportals/goportals/internal/bootstrap"
@@ -44,13 +40,19 @@ type Process struct {
 	nis    [4]*NI
 	pid    *pidClaim // the pid every NI of the process has; nil while it has none
 	closed bool
+
+	claim  atomic.Pointer[pidClaim] // pid, readable by progress without mu
+	jobMap []ProcessID              // the job's physical ids by rank, while the process has a pid and a runtime (under mu)
+	jobGen int                      // job map exchanges so far (under mu)
 }
 
-// NewProcess returns a Process over rt and dev (nil: the soft provider).
+// NewProcess returns a Process over rt and dev (nil: the soft provider). rt may be
+// nil: the process then belongs to no job, and its NIs communicate by physical id,
+// or by rank once SetMap gave a logical NI its map (a client with its own launcher
+// exchanges PhysID results out of band and calls SetMap). With a runtime, the
+// process's first NIInit also exchanges physical ids with the job's ranks, and its
+// logical NIs start with the job's map (see NIInit).
 func NewProcess(rt Runtime, dev verbs.Device) (*Process, error) {
-	if rt == nil {
-		return nil, opErr("NewProcess", ArgInvalid, fmt.Errorf("nil runtime"))
-	}
 	if dev == nil {
 		devs, err := soft.Provider{}.Devices()
 		if err != nil || len(devs) == 0 {
@@ -180,10 +182,13 @@ func NIInit(iface Interface, opts NIOptions, pid PID, desired *Limits) (*NI, err
 // closed or its process dies, so a crashed process leaves no stale claim and no
 // file behind.
 
-// pidClaim is a pid held by a process.
+// pidClaim is a pid held by a process, and its rendezvous: the socket that
+// claims it node-wide (nil off Linux), where peers send connection requests.
 type pidClaim struct {
-	pid  PID
-	sock io.Closer // the node-wide claim; nil off Linux
+	pid PID
+	ln  *listener
+	lmu sync.Mutex // one goroutine polls ln at a time
+	wg  sync.WaitGroup
 }
 
 // errPIDInUse: the pid is claimed already.
@@ -230,19 +235,27 @@ func claimLocked(pid PID) (*pidClaim, error) {
 		return nil, errPIDInUse
 	}
 	c := &pidClaim{pid: pid}
-	if runtime.GOOS == "linux" {
-		name := fmt.Sprintf("@goportals.pid%d", pid) // node-wide: one owner per pid, whatever the user
-		conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: name, Net: "unixgram"})
-		if err != nil {
-			if errors.Is(err, syscall.EADDRINUSE) {
-				return nil, errPIDInUse
-			}
-			return nil, fmt.Errorf("claiming pid %d on this node: %w", pid, err)
-		}
-		c.sock = conn
+	ln, err := listenPID(pid) // node-wide: one owner per pid, whatever the user
+	if err != nil {
+		return nil, err
 	}
+	c.ln = ln
 	pidTable.held[pid] = true
 	return c, nil
+}
+
+// serveFor makes p the process that answers connection requests to the pid: in
+// this OS process through the table, from other processes through the socket,
+// whose goroutine starts now.
+func (c *pidClaim) serveFor(p *Process) {
+	pidTable.mu.Lock()
+	localProcs[c.pid] = p
+	pidTable.mu.Unlock()
+	p.claim.Store(c)
+	if c.ln != nil {
+		c.wg.Add(1)
+		go c.serveWait(p)
+	}
 }
 
 // release gives the pid back (nil: nothing).
@@ -252,8 +265,9 @@ func (c *pidClaim) release() {
 	}
 	pidTable.mu.Lock()
 	defer pidTable.mu.Unlock()
-	if c.sock != nil {
-		c.sock.Close()
+	if c.ln != nil {
+		c.ln.Close()
 	}
 	delete(pidTable.held, c.pid)
+	delete(localProcs, c.pid)
 }

@@ -92,7 +92,14 @@ func (ni *NI) progressOnce(app bool) int {
 		return 0
 	}
 	n := ni.progressLocked()
+	ni.polls++
+	listen := ni.polls%listenerPollEvery == 0
 	ni.progMu.Unlock()
+	if listen {
+		// Connection requests are served by the calls that drive progress too, not
+		// only by the listener's goroutine.
+		ni.proc.pollListener()
+	}
 	if n > 0 && ni.trig.fired() {
 		// Completions counted on a counter released triggered operations.
 		ni.issueFired(false)
@@ -104,7 +111,7 @@ func (ni *NI) progressOnce(app bool) int {
 func (ni *NI) progressLocked() int {
 	n := 0
 	if ni.queued.Load() > 0 {
-		for _, pr := range ni.peers {
+		for _, pr := range ni.peerList() {
 			n += pr.flushQueue()
 		}
 	}
@@ -131,10 +138,11 @@ func (ni *NI) handleWC(wc *verbs.WorkCompletion) {
 	case widRecv:
 		r := int(wc.ID>>16) & 0xffff
 		slot := int(wc.ID & 0xffff)
-		if r >= len(ni.peers) {
+		peers := ni.peerList()
+		if r >= len(peers) {
 			return
 		}
-		pr := ni.peers[r]
+		pr := peers[r]
 		if wc.Status != verbs.StatusSuccess {
 			ni.peerFailed(pr)
 			return
@@ -156,8 +164,8 @@ func (ni *NI) handleWC(wc *verbs.WorkCompletion) {
 		}
 	case widSend:
 		if wc.Status != verbs.StatusSuccess {
-			if r := int(wc.ID &^ widMask); r < len(ni.peers) {
-				ni.peerFailed(ni.peers[r])
+			if r, peers := int(wc.ID&^widMask), ni.peerList(); r < len(peers) {
+				ni.peerFailed(peers[r])
 			}
 		}
 	case widTarget:
@@ -203,6 +211,7 @@ func (ni *NI) handleAnswer(pr *peer, h *header, payload []byte) {
 func (ni *NI) peerFailed(pr *peer) {
 	pr.sendMu.Lock()
 	pr.failed = true
+	pr.broken.Store(true)
 	pr.sendMu.Unlock()
 	ni.mu.Lock()
 	defer ni.mu.Unlock()
