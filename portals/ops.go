@@ -236,9 +236,19 @@ func (ni *NI) issue(o *initOp, operand []byte) error {
 	case o.kind == msgGet && o.length <= eagerMax:
 		return o.pr.send(&h)
 	case o.length <= eagerMax && o.kind != msgGet:
-		pieces, err := o.md.mem.Slices(o.localOff, o.length, parts[:0])
-		if err != nil {
-			return err
+		var pieces [][]byte
+		if o.md.mem.IsRaw() {
+			// Raw memory is read under fault protection before the provider sees it.
+			buf := make([]byte, o.length)
+			if _, err := o.md.mem.ReadAt(buf, o.localOff); err != nil {
+				return err
+			}
+			pieces = append(parts[:0], buf)
+		} else {
+			var err error
+			if pieces, err = o.md.mem.Slices(o.localOff, o.length, parts[:0]); err != nil {
+				return err
+			}
 		}
 		if len(pieces) > 3 {
 			buf := make([]byte, o.length)

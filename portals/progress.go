@@ -199,7 +199,9 @@ func (ni *NI) handleAnswer(pr *peer, h *header, payload []byte) {
 		}
 		if fail == eq.NIOK && len(payload) > 0 {
 			n := min(uint64(len(payload)), h.mlength, o.length)
-			dst.mem.WriteAt(payload[:n], off)
+			if _, err := dst.mem.WriteAt(payload[:n], off); err != nil {
+				fail = eq.NISegv // raw memory not mapped where the reply goes
+			}
 		}
 		ni.initEvent(o, dst, eq.EventReply, fail, h.mlength, h.roff, h.list)
 	}
