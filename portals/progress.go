@@ -3,6 +3,7 @@ package portals
 import (
 	"context"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/goportals/goportals/eq"
@@ -18,6 +19,11 @@ import (
 // answers that find no room queue per peer (peer.sendOrQueue).
 
 const progressSpin = 2048
+
+// testNoHelpers, set by a test before NIInit, starts neither the NI's progress
+// goroutine nor the rendezvous listener's: the calls that wait or poll must then do
+// all the work themselves.
+var testNoHelpers atomic.Bool
 
 func (ni *NI) run() {
 	defer ni.wg.Done()
