@@ -11,41 +11,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mapPages maps n anonymous pages the test owns until it ends (see unmapPage).
+// mapPages maps n anonymous pages the test owns until it ends. Tests make pages
+// inaccessible with PROT_NONE rather than unmapping them: an unmapped address can
+// be mapped again by anyone at once, and a test must never touch memory it does
+// not own.
 func mapPages(t *testing.T, n int) []byte {
 	t.Helper()
 	p, err := unix.MmapPtr(-1, 0, nil, uintptr(n*4096), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := unsafe.Slice((*byte)(p), n*4096)
-	owned := make([]bool, n)
-	for i := range owned {
-		owned[i] = true
-	}
-	unmapped[addrOf(b)] = owned
-	t.Cleanup(func() {
-		// Only the pages still owned: an unmapped page may be someone else's now.
-		for i, ok := range owned {
-			if ok {
-				unix.MunmapPtr(unsafe.Pointer(&b[i*4096]), 4096)
-			}
-		}
-		delete(unmapped, addrOf(b))
-	})
-	return b
-}
-
-// unmapped tracks the pages each mapPages mapping still owns.
-var unmapped = map[uintptr][]bool{}
-
-// unmapPage unmaps page i of a mapPages mapping.
-func unmapPage(t *testing.T, b []byte, i int) {
-	t.Helper()
-	if err := unix.MunmapPtr(unsafe.Pointer(&b[i*4096]), 4096); err != nil {
-		t.Fatal(err)
-	}
-	unmapped[addrOf(b)][i] = false
+	t.Cleanup(func() { unix.MunmapPtr(p, uintptr(n*4096)) })
+	return unsafe.Slice((*byte)(p), n*4096)
 }
 
 func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
@@ -105,18 +82,20 @@ func TestRawReadWriteAllOfMemory(t *testing.T) {
 func TestRawFaultsAreErrors(t *testing.T) {
 	pages := mapPages(t, 3)
 	a := addrOf(pages)
-	// The middle page is unmapped, the last read-only.
-	unmapPage(t, pages, 1)
+	// The middle page is inaccessible, the last read-only.
+	if err := unix.Mprotect(pages[4096:8192], unix.PROT_NONE); err != nil {
+		t.Fatal(err)
+	}
 	if err := unix.Mprotect(pages[8192:], unix.PROT_READ); err != nil {
 		t.Fatal(err)
 	}
 	all, _ := Raw(0, math.MaxUint64)
 	buf := make([]byte, 64)
 	if _, err := all.ReadAt(buf, uint64(a)+4096+8); !errors.Is(err, ErrFault) {
-		t.Errorf("read of an unmapped page: %v, want ErrFault", err)
+		t.Errorf("read of an inaccessible page: %v, want ErrFault", err)
 	}
 	if _, err := all.ReadAt(buf, uint64(a)+4096-32); !errors.Is(err, ErrFault) {
-		t.Errorf("read running into an unmapped page: %v, want ErrFault", err)
+		t.Errorf("read running into an inaccessible page: %v, want ErrFault", err)
 	}
 	if _, err := all.WriteAt(buf, uint64(a)+8192); !errors.Is(err, ErrFault) {
 		t.Errorf("write to a read-only page: %v, want ErrFault", err)
@@ -124,7 +103,7 @@ func TestRawFaultsAreErrors(t *testing.T) {
 	if _, err := all.ReadAt(buf, uint64(a)+8192); err != nil {
 		t.Errorf("read of a read-only page: %v", err)
 	}
-	// Pinning the unmapped page fails with an error; nothing stays held.
+	// Pinning the inaccessible page fails with an error; nothing stays held.
 	pair := newPair(t, loopbackEnv)
 	r := newRegistry(t, pair.A.PD, regcache.Options{})
 	if p, err := r.Pin(all, uint64(a)+4096, 64); err == nil {
