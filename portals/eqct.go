@@ -118,7 +118,7 @@ func (e *EQ) Wait(ctx context.Context) (Event, error) {
 	if e == nil || e.q == nil {
 		return Event{}, nilHandle("PtlEQWait", "event queue")
 	}
-	for i := 0; i < waitSpin; i++ {
+	for i := 0; i < waitSpin || e.ni.noGoroutine; i++ {
 		ev, err := e.q.Get()
 		if err == nil || !errors.Is(err, eq.ErrEQEmpty) {
 			return ev, eqErr("PtlEQWait", interrupted(err, i > 0))
@@ -164,7 +164,7 @@ func EQPoll(ctx context.Context, eqs []*EQ) (Event, int, error) {
 	}
 	// Drive the progress of the queues' NIs for a while (at least one round, also
 	// for an expired context), then sleep.
-	for round := 0; round < waitSpin; round++ {
+	for round := 0; round < waitSpin || eqs[0].ni.noGoroutine; round++ {
 		for i, e := range eqs {
 			if ev, err := e.q.Get(); err != eq.ErrEQEmpty {
 				return ev, i, eqErr("PtlEQPoll", interrupted(err, round > 0))
@@ -275,7 +275,7 @@ func (c *CT) Wait(ctx context.Context, test uint64) (CTEvent, error) {
 	if c == nil || c.c == nil {
 		return CTEvent{}, nilHandle("PtlCTWait", "counting event")
 	}
-	for i := 0; i < waitSpin; i++ {
+	for i := 0; i < waitSpin || c.ni.noGoroutine; i++ {
 		if c.c.Reached(test) || i&1023 == 0 { // a lock-free check; Get confirms (and sees a free)
 			v, err := c.c.Get()
 			if err != nil || v.Success >= test || v.Failure > 0 {
@@ -342,7 +342,7 @@ func CTPoll(ctx context.Context, cts []*CT, tests []uint64) (CTEvent, int, error
 		}
 		cs[i] = c.c
 	}
-	for round := 0; round < waitSpin; round++ {
+	for round := 0; round < waitSpin || cts[0].ni.noGoroutine; round++ {
 		for i, c := range cts {
 			if c.c.Reached(tests[i]) || round&1023 == 0 {
 				v, err := c.c.Get()

@@ -49,28 +49,29 @@ type NI struct {
 
 	plist atomic.Pointer[[]*peer] // every connection, indexed by peer.idx (copy on write under mu)
 
-	mu       sync.Mutex                  // the engine lock: everything below
-	logical  atomic.Pointer[[]ProcessID] // the logical map (nil: none yet), replaced whole by SetMap
-	mapSet   bool                        // SetMap set the map (a job's map may still be replaced)
-	mapGen   uint32                      // bumped on every map change: peers cache their rank by it
-	selfRank Rank                        // this NI's index in the logical map (RankAny: none)
-	byPhys   map[physKey]*peer           // the connection to send on, by physical id
-	lastKey  physKey                     // the last peer looked up (the common case: one target)
-	lastPeer *peer
-	polls    uint32 // progress rounds, to poll the rendezvous listener now and then (under progMu)
-	pts      []*pt
-	nMD      int
-	eqs      map[*EQ]struct{} // the live event queues: they die with the NI
-	cts      map[*CT]struct{} // the live counting events: they die with the NI
-	ops      map[uint64]*initOp
-	nextOp   uint64
-	tops     map[uint64]*targetOp
-	status   [numSR]atomic.Uint64
-	dead     atomic.Bool
-	bundle   int
-	evbuf    []me.Event
-	buf1     []byte
-	buf2     []byte
+	mu          sync.Mutex                  // the engine lock: everything below
+	logical     atomic.Pointer[[]ProcessID] // the logical map (nil: none yet), replaced whole by SetMap
+	mapSet      bool                        // SetMap set the map (a job's map may still be replaced)
+	mapGen      uint32                      // bumped on every map change: peers cache their rank by it
+	selfRank    Rank                        // this NI's index in the logical map (RankAny: none)
+	byPhys      map[physKey]*peer           // the connection to send on, by physical id
+	lastKey     physKey                     // the last peer looked up (the common case: one target)
+	lastPeer    *peer
+	noGoroutine bool   // no progress goroutine: waits never sleep (see noProgressGoroutine)
+	polls       uint32 // progress rounds, to poll the rendezvous listener now and then (under progMu)
+	pts         []*pt
+	nMD         int
+	eqs         map[*EQ]struct{} // the live event queues: they die with the NI
+	cts         map[*CT]struct{} // the live counting events: they die with the NI
+	ops         map[uint64]*initOp
+	nextOp      uint64
+	tops        map[uint64]*targetOp
+	status      [numSR]atomic.Uint64
+	dead        atomic.Bool
+	bundle      int
+	evbuf       []me.Event
+	buf1        []byte
+	buf2        []byte
 
 	queued   atomic.Int32 // engine sends waiting in peer queues
 	trig     triggerRunner
@@ -244,7 +245,7 @@ func (p *Process) NIInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 		ni.setLogical(p.jobMap)
 	}
 	ni.trig.wake = make(chan struct{}, 1)
-	if testNoHelpers.Load() {
+	if ni.noGoroutine = noProgressGoroutine(); ni.noGoroutine {
 		ni.wg.Add(1) // progress only inside the calls
 	} else {
 		ni.wg.Add(2)

@@ -2,6 +2,7 @@ package portals
 
 import (
 	"context"
+	"os"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,19 @@ const progressSpin = 2048
 // goroutine nor the rendezvous listener's: the calls that wait or poll must then do
 // all the work themselves.
 var testNoHelpers atomic.Bool
+
+// noProgressGoroutine reports whether NIs run without their progress goroutine:
+// PTL_PROGRESS_GOROUTINE=0 in the environment (or a test). Progress then happens
+// only inside the calls that wait or poll, and the blocking waits (EQ.Wait,
+// CT.Wait, EQPoll, CTPoll) keep driving it instead of sleeping: a process whose
+// application never calls in then completes nothing, so the goroutine is the
+// default.
+func noProgressGoroutine() bool {
+	return testNoHelpers.Load() || progressEnvOff
+}
+
+// progressEnvOff is PTL_PROGRESS_GOROUTINE=0, read once.
+var progressEnvOff = os.Getenv("PTL_PROGRESS_GOROUTINE") == "0"
 
 func (ni *NI) run() {
 	defer ni.wg.Done()
