@@ -78,6 +78,8 @@ func (p *Process) Close() error {
 	p.nis = [4]*NI{}
 	claim := p.pid
 	p.pid = nil
+	p.claim.Store(nil)
+	p.jobMap = nil
 	p.mu.Unlock()
 	for _, ni := range nis {
 		if ni != nil {
