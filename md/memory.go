@@ -27,6 +27,8 @@ type Memory struct {
 	segs  []segment // the non-empty segments of an iovec memory, in order
 	n     uint64
 	iovec bool
+	raw   bool    // a raw address range (Raw): base, n
+	base  uintptr // the first address of a raw memory
 }
 
 // Bytes returns the memory of b. It allocates nothing.
@@ -76,6 +78,12 @@ func (m Memory) IsIovec() bool { return m.iovec }
 // NumSegments returns the number of contiguous non-empty pieces the memory consists of
 // (0 for an empty memory).
 func (m Memory) NumSegments() int {
+	if m.raw {
+		if m.n == 0 {
+			return 0
+		}
+		return 1
+	}
 	if m.segs != nil {
 		return len(m.segs)
 	}
@@ -113,9 +121,12 @@ func (m *Memory) locate(off uint64) (int, uint64) {
 
 // ReadAt copies len(dst) bytes starting at offset off into dst, across iovec
 // boundaries, and returns len(dst). The whole range must lie inside the memory:
-// otherwise nothing is copied and the error is a *RangeError (ErrOutOfRange). It
-// allocates nothing on success.
+// otherwise nothing is copied and the error is a *RangeError (ErrOutOfRange). On raw
+// memory an unmapped address fails with ErrFault. It allocates nothing on success.
 func (m Memory) ReadAt(dst []byte, off uint64) (int, error) {
+	if m.raw {
+		return m.rawReadAt(dst, off)
+	}
 	n := uint64(len(dst))
 	if err := checkRange("read", off, n, m.n); err != nil {
 		return 0, err
@@ -134,9 +145,13 @@ func (m Memory) ReadAt(dst []byte, off uint64) (int, error) {
 
 // WriteAt copies src into the memory starting at offset off, across iovec boundaries,
 // and returns len(src). The whole range must lie inside the memory: otherwise nothing
-// is copied and the error is a *RangeError (ErrOutOfRange). It allocates nothing on
-// success.
+// is copied and the error is a *RangeError (ErrOutOfRange). On raw memory an
+// unmapped or read-only address fails with ErrFault (bytes before it may have been
+// written). It allocates nothing on success.
 func (m Memory) WriteAt(src []byte, off uint64) (int, error) {
+	if m.raw {
+		return m.rawWriteAt(src, off)
+	}
 	n := uint64(len(src))
 	if err := checkRange("write", off, n, m.n); err != nil {
 		return 0, err
@@ -158,6 +173,9 @@ func (m Memory) WriteAt(src []byte, off uint64) (int, error) {
 // nothing when dst has room. n == 0 appends nothing. An out-of-range request returns
 // dst unchanged and a *RangeError (ErrOutOfRange).
 func (m Memory) Slices(off, n uint64, dst [][]byte) ([][]byte, error) {
+	if m.raw {
+		return m.rawSlices(off, n, dst)
+	}
 	if err := checkRange("slices", off, n, m.n); err != nil {
 		return dst, err
 	}
@@ -182,6 +200,9 @@ func (m Memory) Slices(off, n uint64, dst [][]byte) ([][]byte, error) {
 // or lies outside the memory. n == 0 gives nil and true for any off <= Len. It allocates
 // nothing.
 func (m Memory) Contiguous(off, n uint64) ([]byte, bool) {
+	if m.raw {
+		return m.rawContiguous(off, n)
+	}
 	if off > m.n || n > m.n-off {
 		return nil, false
 	}

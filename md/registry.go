@@ -87,9 +87,22 @@ func (r *Registry) PinInto(p *Pinned, m Memory, off, n uint64) error {
 		r.state.Add(-1)
 		return ErrClosed
 	}
+	if m.raw {
+		// Only the bytes of the transfer, whose addresses must be addressable.
+		if _, err := m.rawRange("pin", off, n); err != nil {
+			p.reset()
+			r.state.Add(-1)
+			return err
+		}
+	}
 	i, in := m.locate(off)
 	for left := n; left > 0; i, in = i+1, 0 {
-		s := m.seg(i)[in:]
+		var s []byte
+		if m.raw {
+			s = rawSlice(m.base+uintptr(off), n)
+		} else {
+			s = m.seg(i)[in:]
+		}
 		if uint64(len(s)) > left {
 			s = s[:left]
 		}

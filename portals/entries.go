@@ -7,10 +7,14 @@ import (
 // MESpec describes a match entry (ptl_me_t): the memory it exposes (Start, or
 // Iovecs), its counting event, the user allowed (UIDAny: all), options, the
 // initiator it accepts (MatchID, with NIDAny/PIDAny/RankAny wildcards), the match
-// and ignore bits, and MinFree for a locally managed entry.
+// and ignore bits, and MinFree for a locally managed entry. As in MDSpec, Addr and
+// Length name a raw address range when Start and Iovecs are nil; offsets are then
+// relative to Addr and Event.Addr is the address of the data.
 type MESpec struct {
 	Start      []byte
 	Iovecs     [][]byte
+	Addr       uintptr
+	Length     uint64
 	CT         *CT
 	UID        UID
 	Options    MEOptions
@@ -24,6 +28,8 @@ type MESpec struct {
 type LESpec struct {
 	Start   []byte
 	Iovecs  [][]byte
+	Addr    uintptr // a raw range, as in MESpec
+	Length  uint64
 	CT      *CT
 	UID     UID
 	Options MEOptions
@@ -40,12 +46,12 @@ type ME struct {
 type LE = ME
 
 func (s MESpec) core() nic.MESpec {
-	return nic.MESpec{Start: s.Start, Iovecs: s.Iovecs, CT: s.CT.core(), UID: s.UID, Options: s.Options,
+	return nic.MESpec{Start: s.Start, Iovecs: s.Iovecs, Addr: s.Addr, Length: s.Length, CT: s.CT.core(), UID: s.UID, Options: s.Options,
 		MatchID: s.MatchID, MatchBits: s.MatchBits, IgnoreBits: s.IgnoreBits, MinFree: s.MinFree}
 }
 
 func (s LESpec) core() nic.LESpec {
-	return nic.LESpec{Start: s.Start, Iovecs: s.Iovecs, CT: s.CT.core(), UID: s.UID, Options: s.Options}
+	return nic.LESpec{Start: s.Start, Iovecs: s.Iovecs, Addr: s.Addr, Length: s.Length, CT: s.CT.core(), UID: s.UID, Options: s.Options}
 }
 
 // Append appends a match entry to list of a matching NI's entry (PtlMEAppend).

@@ -5,11 +5,19 @@ import (
 )
 
 // MDSpec describes a memory descriptor (ptl_md_t): the memory (Start, or Iovecs
-// for a gather/scatter list), options, and the event queue and counting event of
-// its operations (nil: none).
+// for a gather/scatter list, or a raw address range Addr, Length), options, and
+// the event queue and counting event of its operations (nil: none).
+//
+// A raw range is used when Start and Iovecs are nil and Length is not zero; it may
+// cover any part of the address space, up to all of it (Addr 0, Length
+// ^uint64(0), as C clients bind). Only the bytes a transfer touches are accessed
+// and registered, under fault protection: an unmapped address fails that
+// operation (NI_SEGV in its events), never the process.
 type MDSpec struct {
 	Start   []byte
 	Iovecs  [][]byte
+	Addr    uintptr
+	Length  uint64
 	Options MDOptions
 	EQ      *EQ
 	CT      *CT
@@ -28,7 +36,7 @@ func (ni *NI) MDBind(s MDSpec) (*MD, error) {
 	if ni == nil {
 		return nil, errNil("PtlMDBind", "NI")
 	}
-	cs := nic.MDSpec{Start: s.Start, Iovecs: s.Iovecs, Options: nic.MDOptions(s.Options), CT: s.CT.core()}
+	cs := nic.MDSpec{Start: s.Start, Iovecs: s.Iovecs, Addr: s.Addr, Length: s.Length, Options: nic.MDOptions(s.Options), CT: s.CT.core()}
 	if s.EQ != nil {
 		cs.EQ = s.EQ.q
 	}

@@ -9,6 +9,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"github.com/goportals/goportals/internal/envknob"
 	"os"
 	"sync"
 	"unsafe"
@@ -29,7 +30,7 @@ const maxSpan = 1 << 46
 const maxIovecs = 1 << 20
 
 // debug prints every error returned to C on standard error (PTL_CAPI_DEBUG=1).
-var debug = os.Getenv("PTL_CAPI_DEBUG") == "1"
+var debug = envknob.Get(envknob.CAPIDebug) == "1"
 
 // saidUnsupported holds the calls that have reported a missing feature on
 // standard error: each says so once.

@@ -19,6 +19,12 @@ const (
 	SoftPin Name = "PTL_SOFT_PIN"
 	// SoftPath forces the soft provider's path between processes (internal/verbs/soft).
 	SoftPath Name = "PTL_SOFT_PATH"
+	// ProgressGoroutine turns the NIs' progress goroutines off (internal/nic).
+	ProgressGoroutine Name = "PTL_PROGRESS_GOROUTINE"
+	// CAPIDebug prints every error the C ABI returns (capi/golib).
+	CAPIDebug Name = "PTL_CAPI_DEBUG"
+	// GoLib names the Go library the C ABI's shim loads (capi/shim, read in C).
+	GoLib Name = "PTL_GOLIB"
 	// Notifier selects the pin cache's notifier backend (driverhooks).
 	Notifier Name = "PTL_NOTIFIER"
 	// CheckPFN turns on the page-frame check of every pin-cache hit (driverhooks).
@@ -73,6 +79,12 @@ var knobs = []Knob{
 		Doc: "how the soft provider pins registered memory: long-term page references in an io_uring buffer table (auto's choice where io_uring works), or mlock"},
 	{Name: SoftPath, Default: "auto", Values: "auto, tcp", ReadBy: "internal/verbs/soft",
 		Doc: "the soft provider's path between two processes; auto: shared memory and cross-memory attach inside a node (same kernel and network namespace), TCP between nodes; tcp: TCP always (tests, measurements)"},
+	{Name: ProgressGoroutine, Default: "1", Values: "0, 1", ReadBy: "internal/nic",
+		Doc: "0: no progress goroutine per NI; progress happens only inside the calls that wait or poll, which then never sleep (hosts that poll, measurements)"},
+	{Name: CAPIDebug, Default: "0", Values: "0, 1", ReadBy: "capi/golib",
+		Doc: "1: the C ABI prints every error it returns to C on standard error, with its cause"},
+	{Name: GoLib, Default: "libgoportals.so beside libportals.so.4", Values: "a file path", ReadBy: "capi/shim (C)",
+		Doc: "the Go library libportals.so.4 loads at the first PtlInit"},
 	{Name: Notifier, Default: "auto", Values: "auto, ebpf, seccomp, uffd, explicit", ReadBy: "driverhooks",
 		Doc: "the pin cache's notifier backend; auto: ebpf where CAP_BPF and CAP_PERFMON allow it, else uffd; seccomp only by name (its filter is one-way and inherited by children); see docs/notifier.md"},
 	{Name: CheckPFN, Default: "0", Values: "1, true, yes, on / 0, false, no, off", ReadBy: "driverhooks",

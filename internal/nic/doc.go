@@ -10,13 +10,40 @@
 // The engine's calls return *ptlerr.OpError values whose Errno is a PTL_* code
 // (ArgInvalid, NoInit, InUse, ...). Blocking waits take a context.Context.
 //
+// # Network interfaces and identities
+//
+// NIInit is local. An NI is reachable by its physical id, (nid, pid), as soon as it
+// exists: the nid is the node's (the IPv4 address of its first interface that is up
+// and not a loopback, 127.0.0.1's value without one; a node is a kernel and a
+// network interface namespace), the pid the one the process claimed on the node.
+// Connections open on the first operation to a peer: the initiator sends a request
+// with its queue pair's address to the target's process through the node-local
+// rendezvous of the pid (an abstract unix socket on Linux, which the target's
+// progress polls and a goroutine waits on), gets the target's back, and both
+// connect. A target on another node, a pid nobody holds, or a process without an NI
+// of that kind completes the operation with NI_UNDELIVERABLE.
+//
+// A logical NI addresses by rank through a map that SetMap sets once (a second
+// SetMap is IGNORED; GetMap before any map is NO_SPACE). A client with its own
+// launcher exchanges PhysID results out of band and calls SetMap; package job does
+// that exchange for programs under cmd/ptlrun. In the engine, a process made over a Runtime
+// exchanges physical ids with the job at its first NIInit (which is then
+// collective) and starts its logical NIs with the job's map, which SetMap may still
+// replace once.
+//
+// Memory: a descriptor or entry binds a []byte, an iovec list, or a raw address
+// range (MDSpec.Addr and Length, up to all of memory). Raw memory is accessed only
+// where a transfer touches it, under fault protection: an unmapped address fails
+// that operation (md.ErrFault, or NI_SEGV in its events), never the process.
+//
 // No key, queue pair or registration is ever visible: an MD or ME binds plain
 // memory, and the engine registers what a transfer needs through the pin cache
 // (package md over regcache), lazily.
 //
 // # The engine
 //
-// Each NI owns a verbs context with one reliable-connected queue pair per rank.
+// Each NI owns a verbs context with one reliable-connected queue pair per peer it
+// talks to.
 // A request travels as a SEND: a 92-byte header and, up to 932 bytes, the payload
 // (eager). A larger put names the initiator's registered region instead; the target
 // matches it (package me), pulls the data with RDMA READ straight into the entry's
@@ -27,10 +54,13 @@
 // eq) in the reference's order: the communication event, then AUTO_UNLINK, then
 // AUTO_FREE last; at the initiator SEND precedes ACK or REPLY.
 //
-// Progress: a caller waiting on an event queue or a counter drives the engine
-// itself for a while (no goroutine hand-off on the fast path), then sleeps; one
-// progress goroutine per NI completes one-sided operations when nobody waits, and
-// steps aside while callers poll. Triggered operations are queued when their
+// Progress: every call that waits or polls (EQ.Get, EQ.Wait, EQPoll, CT.Get,
+// CT.Wait, CTPoll, MD.Release) drives the engine itself, including the rendezvous
+// listener, so correctness never depends on a goroutine being scheduled (a process
+// with GOMAXPROCS=1 that spins on EQ.Get completes everything). Blocking waits then
+// sleep; one progress goroutine per NI completes one-sided operations when nobody
+// calls in (a passive target), and steps aside while callers poll.
+// PTL_PROGRESS_GOROUTINE=0 runs without it: the waits then never sleep. Triggered operations are queued when their
 // counter reaches the threshold and started in firing order, inside the API call
 // that released them (CTInc, CTSet, a triggered post past its threshold) or by
 // whoever runs progress for releases the engine counted.
@@ -40,6 +70,4 @@
 // entry, posts PT_DISABLED, and the initiator's ACK carries NI_PT_DISABLED. A peer
 // that dies completes its operations with NI_UNDELIVERABLE. Malformed messages are
 // dropped and counted in the status registers (SRMalformed).
-//
-// Only shmem, tests, cmd and examples import this package.
 package nic

@@ -3,7 +3,6 @@ package nic
 import (
 	"errors"
 	"fmt"
-	"unsafe"
 
 	"github.com/goportals/goportals/eq"
 	"github.com/goportals/goportals/md"
@@ -14,9 +13,16 @@ import (
 // Iovecs), its counting event, the user allowed, options, the initiator it accepts
 // (MatchID, with NIDAny/PIDAny/RankAny wildcards), the match and ignore bits, and
 // min_free for locally managed entries.
+//
+// As in MDSpec, Addr and Length name a raw address range instead of Go memory when
+// Start and Iovecs are nil and Length is not zero; the offsets of the entry (and the
+// Start of its events) are then relative to Addr, and Event.Addr is the address of
+// the data.
 type MESpec struct {
 	Start      []byte
 	Iovecs     [][]byte
+	Addr       uintptr
+	Length     uint64
 	CT         *CT
 	UID        UID
 	Options    MEOptions
@@ -31,6 +37,8 @@ type MESpec struct {
 type LESpec struct {
 	Start   []byte
 	Iovecs  [][]byte
+	Addr    uintptr // a raw range, as in MESpec
+	Length  uint64
 	CT      *CT
 	UID     UID
 	Options MEOptions
@@ -82,7 +90,7 @@ func (ni *NI) MEAppend(idx PTIndex, s MESpec, list List, userPtr uint64) (*ME, e
 	}
 	return ni.appendEntry("PtlMEAppend", idx, me.Entry{UID: s.UID, Options: s.Options, MatchID: s.MatchID,
 		MatchBits: s.MatchBits, IgnoreBits: s.IgnoreBits, MinFree: s.MinFree, UserPtr: userPtr},
-		s.Start, s.Iovecs, s.CT, list)
+		rawSpec{s.Start, s.Iovecs, s.Addr, s.Length}, s.CT, list)
 }
 
 // LEAppend appends a list entry (PtlLEAppend).
@@ -94,17 +102,17 @@ func (ni *NI) LEAppend(idx PTIndex, s LESpec, list List, userPtr uint64) (*LE, e
 		return nil, opErr("PtlLEAppend", ArgInvalid, fmt.Errorf("NI with matching: use MEAppend"))
 	}
 	return ni.appendEntry("PtlLEAppend", idx, me.Entry{UID: s.UID, Options: s.Options, UserPtr: userPtr},
-		s.Start, s.Iovecs, s.CT, list)
+		rawSpec{s.Start, s.Iovecs, s.Addr, s.Length}, s.CT, list)
 }
 
-func (ni *NI) appendEntry(op string, idx PTIndex, ent me.Entry, start []byte, iov [][]byte, ct *CT, list List) (*ME, error) {
+func (ni *NI) appendEntry(op string, idx PTIndex, ent me.Entry, spec rawSpec, ct *CT, list List) (*ME, error) {
 	if err := ni.check(op); err != nil {
 		return nil, err
 	}
-	if iov != nil && len(iov) > ni.limits.MaxIovecs {
-		return nil, opErr(op, ArgInvalid, fmt.Errorf("%d iovecs, max_iovecs is %d", len(iov), ni.limits.MaxIovecs))
+	if spec.iov != nil && len(spec.iov) > ni.limits.MaxIovecs {
+		return nil, opErr(op, ArgInvalid, fmt.Errorf("%d iovecs, max_iovecs is %d", len(spec.iov), ni.limits.MaxIovecs))
 	}
-	mem, err := memoryOf(start, iov, iov != nil)
+	mem, err := rawOr(spec.start, spec.iov, spec.addr, spec.length)
 	if err != nil {
 		return nil, opErr(op, ArgInvalid, err)
 	}
@@ -360,9 +368,6 @@ func (t *pt) dataAddr(ev *me.Event, matched *entry) uintptr {
 	if d == nil {
 		return 0
 	}
-	b, ok := d.mem.Contiguous(ev.LocalOffset, 1)
-	if !ok {
-		return 0
-	}
-	return uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	a, _ := d.mem.Addr(ev.LocalOffset)
+	return a
 }

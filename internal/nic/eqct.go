@@ -88,12 +88,17 @@ func (e *EQ) Free() error {
 }
 
 // Get returns the next event without blocking (PtlEQGet): EQEmpty when there is
-// none, EQDropped (with a valid event) after an overflow.
+// none, EQDropped (with a valid event) after an overflow. When the queue is empty
+// it runs a round of the NI's progress and looks again, so a caller that spins on
+// Get completes operations by itself, whether or not the progress goroutine runs.
 func (e *EQ) Get() (Event, error) {
 	if e == nil || e.q == nil {
 		return Event{}, nilHandle("PtlEQGet", "event queue")
 	}
 	ev, err := e.q.Get()
+	if err == eq.ErrEQEmpty && !e.ni.dead.Load() && e.ni.progressOnce(true) > 0 {
+		ev, err = e.q.Get()
+	}
 	if err == eq.ErrEQEmpty {
 		return ev, errEQGetEmpty // the common answer of a poll: no allocation
 	}
@@ -113,7 +118,7 @@ func (e *EQ) Wait(ctx context.Context) (Event, error) {
 	if e == nil || e.q == nil {
 		return Event{}, nilHandle("PtlEQWait", "event queue")
 	}
-	for i := 0; i < waitSpin; i++ {
+	for i := 0; i < waitSpin || e.ni.noGoroutine; i++ {
 		ev, err := e.q.Get()
 		if err == nil || !errors.Is(err, eq.ErrEQEmpty) {
 			return ev, eqErr("PtlEQWait", interrupted(err, i > 0))
@@ -157,8 +162,58 @@ func EQPoll(ctx context.Context, eqs []*EQ) (Event, int, error) {
 	if len(qs) == 0 {
 		return Event{}, -1, opErr("PtlEQPoll", ArgInvalid, fmt.Errorf("no event queues"))
 	}
+	// Drive the progress of the queues' NIs for a while (at least one round, also
+	// for an expired context), then sleep.
+	for round := 0; round < waitSpin || eqs[0].ni.noGoroutine; round++ {
+		for i, e := range eqs {
+			if ev, err := e.q.Get(); err != eq.ErrEQEmpty {
+				return ev, i, eqErr("PtlEQPoll", interrupted(err, round > 0))
+			}
+		}
+		if round&63 == 63 {
+			if ctx.Err() != nil {
+				break
+			}
+			runtime.Gosched()
+		}
+		if !progressNIs(eqNIs(eqs)) || (round > 0 && ctx.Err() != nil) {
+			break
+		}
+	}
+	for _, e := range eqs {
+		e.ni.kick()
+	}
 	ev, i, err := eq.Poll(ctx, qs)
 	return ev, i, eqErr("PtlEQPoll", err)
+}
+
+// eqNIs returns the NIs of eqs (consecutive duplicates once).
+func eqNIs(eqs []*EQ) func(func(*NI) bool) {
+	return func(yield func(*NI) bool) {
+		var last *NI
+		for _, e := range eqs {
+			if e.ni != last {
+				last = e.ni
+				if !yield(last) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// progressNIs runs a progress round on each NI; false when one is finalized (its
+// queues die with it: wait for that).
+func progressNIs(nis func(func(*NI) bool)) bool {
+	live := true
+	for ni := range nis {
+		if ni.dead.Load() {
+			live = false
+			continue
+		}
+		ni.progressOnce(true)
+	}
+	return live
 }
 
 // CT is a counting event (ptl_handle_ct_t).
@@ -202,10 +257,14 @@ func (c *CT) Free() error {
 	return nil
 }
 
-// Get reads the counter (PtlCTGet).
+// Get reads the counter (PtlCTGet), after a round of the NI's progress: a caller
+// that spins on Get completes operations by itself.
 func (c *CT) Get() (CTEvent, error) {
 	if c == nil || c.c == nil {
 		return CTEvent{}, nilHandle("PtlCTGet", "counting event")
+	}
+	if !c.ni.dead.Load() {
+		c.ni.progressOnce(true)
 	}
 	v, err := c.c.Get()
 	return v, eqErr("PtlCTGet", err)
@@ -216,7 +275,7 @@ func (c *CT) Wait(ctx context.Context, test uint64) (CTEvent, error) {
 	if c == nil || c.c == nil {
 		return CTEvent{}, nilHandle("PtlCTWait", "counting event")
 	}
-	for i := 0; i < waitSpin; i++ {
+	for i := 0; i < waitSpin || c.ni.noGoroutine; i++ {
 		if c.c.Reached(test) || i&1023 == 0 { // a lock-free check; Get confirms (and sees a free)
 			v, err := c.c.Get()
 			if err != nil || v.Success >= test || v.Failure > 0 {
@@ -283,8 +342,45 @@ func CTPoll(ctx context.Context, cts []*CT, tests []uint64) (CTEvent, int, error
 		}
 		cs[i] = c.c
 	}
+	for round := 0; round < waitSpin || cts[0].ni.noGoroutine; round++ {
+		for i, c := range cts {
+			if c.c.Reached(tests[i]) || round&1023 == 0 {
+				v, err := c.c.Get()
+				if err != nil || v.Success >= tests[i] || v.Failure > 0 {
+					return v, i, eqErr("PtlCTPoll", interrupted(err, round > 0))
+				}
+			}
+		}
+		if round&63 == 63 {
+			if ctx.Err() != nil {
+				break
+			}
+			runtime.Gosched()
+		}
+		if !progressNIs(ctNIs(cts)) || (round > 0 && ctx.Err() != nil) {
+			break
+		}
+	}
+	for _, c := range cts {
+		c.ni.kick()
+	}
 	v, i, err := eq.PollCounters(ctx, cs, tests)
 	return v, i, eqErr("PtlCTPoll", err)
+}
+
+// ctNIs returns the NIs of cts (consecutive duplicates once).
+func ctNIs(cts []*CT) func(func(*NI) bool) {
+	return func(yield func(*NI) bool) {
+		var last *NI
+		for _, c := range cts {
+			if c.ni != last {
+				last = c.ni
+				if !yield(last) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // count adds one success or failure (or bytes) to c, if any.

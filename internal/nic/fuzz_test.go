@@ -35,7 +35,7 @@ func FuzzHandleMessage(f *testing.F) {
 			f.Fatal(err)
 		}
 	}
-	pr := tgt.peers[0]
+	pr := mustPeer(f, tgt, nis[0])
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		var h header
 		if !h.decode(msg) {

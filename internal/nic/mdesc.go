@@ -6,11 +6,21 @@ import (
 	"github.com/goportals/goportals/md"
 )
 
-// MDSpec describes a memory descriptor (ptl_md_t): the memory (Start, or Iovecs),
-// options, and the event queue and counting event of its operations (nil: none).
+// MDSpec describes a memory descriptor (ptl_md_t): the memory (Start, or Iovecs,
+// or a raw address range: Addr and Length), options, and the event queue and
+// counting event of its operations (nil: none).
+//
+// A raw range is used when Start and Iovecs are nil and Length is not zero. It may
+// cover any part of the address space, up to all of it (Addr 0, Length
+// math.MaxUint64, as C clients bind PTL_SIZE_MAX); the local offset of an
+// operation is then an address relative to Addr. Only the bytes an operation
+// touches are accessed and registered; an unmapped address fails that operation
+// (an error wrapping md.ErrFault, or an event with NI_SEGV), never the process.
 type MDSpec struct {
 	Start   []byte
 	Iovecs  [][]byte
+	Addr    uintptr
+	Length  uint64
 	Options MDOptions
 	EQ      *EQ
 	CT      *CT
@@ -43,7 +53,7 @@ func (ni *NI) MDBind(s MDSpec) (*MD, error) {
 	if (s.EQ != nil && s.EQ.ni != ni) || (s.CT != nil && s.CT.ni != ni) {
 		return nil, opErr(op, ArgInvalid, fmt.Errorf("event queue or counter of another NI"))
 	}
-	mem, err := memoryOf(s.Start, s.Iovecs, s.Iovecs != nil)
+	mem, err := rawOr(s.Start, s.Iovecs, s.Addr, s.Length)
 	if err != nil {
 		return nil, opErr(op, ArgInvalid, err)
 	}

@@ -79,7 +79,7 @@ func runRole(role string) error {
 		return err
 	}
 	me := b.Rank()
-	peer := ni.physMap[1-me]
+	peer := p.JobMap()[1-me]
 	q, err := ni.EQAlloc(256)
 	if err != nil {
 		return err
@@ -95,6 +95,12 @@ func runRole(role string) error {
 	if _, err := ni.MEAppend(2, MESpec{Start: target, CT: ct, UID: UIDAny, Options: MEOpPut | MEOpGet | MEEventCTComm |
 		MEEventLinkDisable, MatchID: ProcessID{NID: NIDAny, PID: PIDAny}}, PriorityList, 0); err != nil {
 		return err
+	}
+	if role == "deadpeer" && me == 0 {
+		// Connect before rank 1 leaves: the test is about a connection that dies.
+		if pr := ni.connectTo(peer); pr.broken.Load() {
+			return fmt.Errorf("connecting to rank 1: %v", pr.why)
+		}
 	}
 	if err := b.Barrier(ctx); err != nil {
 		return err
@@ -168,7 +174,7 @@ func runRole(role string) error {
 		}
 		// Wait until this NI has seen the connection to rank 1 fail (the provider's
 		// pidfd watch notices the exit and flushes the queue pair).
-		pr := ni.peers[1-me]
+		pr := peerByID(ni, peer)
 		for {
 			pr.sendMu.Lock()
 			failed := pr.failed

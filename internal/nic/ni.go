@@ -2,7 +2,6 @@ package nic
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -46,31 +45,37 @@ type NI struct {
 	opts   NIOptions
 	limits Limits
 	self   ProcessID // physical id
-	rank   int
-	refs   int // NIInit calls not yet matched by Fini (guarded by proc.mu)
+	refs   int       // NIInit calls not yet matched by Fini (guarded by proc.mu)
 
 	vctx verbs.Context
 	pd   verbs.PD
 	cq   verbs.CQ
 
-	peers   []*peer
-	physMap []ProcessID // rank -> physical id
+	plist atomic.Pointer[[]*peer] // every connection, indexed by peer.idx (copy on write under mu)
 
-	mu      sync.Mutex                  // the engine lock: everything below
-	logical atomic.Pointer[[]ProcessID] // the logical map, replaced whole by SetMap
-	pts     []*pt
-	nMD     int
-	eqs     map[*EQ]struct{} // the live event queues: they die with the NI
-	cts     map[*CT]struct{} // the live counting events: they die with the NI
-	ops     map[uint64]*initOp
-	nextOp  uint64
-	tops    map[uint64]*targetOp
-	status  [numSR]atomic.Uint64
-	dead    atomic.Bool
-	bundle  int
-	evbuf   []me.Event
-	buf1    []byte
-	buf2    []byte
+	mu          sync.Mutex                  // the engine lock: everything below
+	logical     atomic.Pointer[[]ProcessID] // the logical map (nil: none yet), replaced whole by SetMap
+	mapSet      bool                        // SetMap set the map (a job's map may still be replaced)
+	mapGen      uint32                      // bumped on every map change: peers cache their rank by it
+	selfRank    Rank                        // this NI's index in the logical map (RankAny: none)
+	byPhys      map[physKey]*peer           // the connection to send on, by physical id
+	lastKey     physKey                     // the last peer looked up (the common case: one target)
+	lastPeer    *peer
+	noGoroutine bool   // no progress goroutine: waits never sleep (see noProgressGoroutine)
+	polls       uint32 // progress rounds, to poll the rendezvous listener now and then (under progMu)
+	pts         []*pt
+	nMD         int
+	eqs         map[*EQ]struct{} // the live event queues: they die with the NI
+	cts         map[*CT]struct{} // the live counting events: they die with the NI
+	ops         map[uint64]*initOp
+	nextOp      uint64
+	tops        map[uint64]*targetOp
+	status      [numSR]atomic.Uint64
+	dead        atomic.Bool
+	bundle      int
+	evbuf       []me.Event
+	buf1        []byte
+	buf2        []byte
 
 	queued   atomic.Int32 // engine sends waiting in peer queues
 	trig     triggerRunner
@@ -147,8 +152,11 @@ func grantLimits(desired *Limits) Limits {
 }
 
 // NIInit initializes (or, when it exists, references again) the network interface
-// with the given options (PtlNIInit). It is collective: every rank of the job calls
-// it with the same options in the same order, since the NIs connect to each other.
+// with the given options (PtlNIInit). It is local: the NI is reachable by its
+// physical id (PhysID) at once, and connections to peers open on first use. Only a
+// process made over a job Runtime exchanges its physical id with the job's other
+// ranks when it takes its pid (its first NIInit), so its logical NIs start with the
+// job's map; that first NIInit is then collective.
 //
 // Each field of desired is granted clamped into the range the NI supports (see
 // Limits); a zero field, or a nil desired, asks for the largest value. The ordering
@@ -204,36 +212,58 @@ func (p *Process) NIInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 		return nil, opErr(name, ArgInvalid, fmt.Errorf("pid %d: the NIs of this process have pid %d", pid, claim.pid))
 	}
 	lim := grantLimits(desired)
-	rank := p.rt.Rank()
-	ni := &NI{proc: p, slot: slot, opts: opts, limits: lim, rank: rank, refs: 1,
-		self: ProcessID{NID: 0, PID: claim.pid, Rank: Rank(rank)},
-		pts:  make([]*pt, lim.MaxPTIndex+1), ops: map[uint64]*initOp{}, tops: map[uint64]*targetOp{},
-		eqs: map[*EQ]struct{}{}, cts: map[*CT]struct{}{},
+	ni := &NI{proc: p, slot: slot, opts: opts, limits: lim, refs: 1,
+		self: ProcessID{NID: nodeNID(), PID: claim.pid, Rank: RankAny}, selfRank: RankAny,
+		pts: make([]*pt, lim.MaxPTIndex+1), ops: map[uint64]*initOp{}, tops: map[uint64]*targetOp{},
+		eqs: map[*EQ]struct{}{}, cts: map[*CT]struct{}{}, byPhys: map[physKey]*peer{},
 		stop: make(chan struct{}), kickCh: make(chan struct{}, 1)}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := ni.connect(ctx); err != nil {
+	fail := func(err error) (*NI, error) {
 		ni.release()
 		if p.pid == nil {
 			claim.release()
+			p.claim.Store(nil)
+			p.jobMap = nil
 		}
 		if errors.Is(err, verbs.ErrMemlock) || errors.Is(err, verbs.ErrNoResources) {
 			return nil, opErr(name, NoSpace, err)
 		}
 		return nil, opErr(name, Fail, err)
 	}
+	if err := ni.open(); err != nil {
+		return fail(err)
+	}
+	if p.pid == nil {
+		// A new pid: requests to it reach this process from now on, and a process
+		// of a job learns the physical ids of its peers (see jobmap.go).
+		claim.serveFor(p)
+		if p.rt != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			err := p.exchangeJobMap(ctx, ni.self)
+			cancel()
+			if err != nil {
+				return fail(err)
+			}
+		}
+	}
+	if ni.Logical() && p.jobMap != nil {
+		ni.setLogical(p.jobMap)
+	}
 	ni.trig.wake = make(chan struct{}, 1)
-	ni.wg.Add(2)
-	go ni.run()
+	if ni.noGoroutine = noProgressGoroutine(); ni.noGoroutine {
+		ni.wg.Add(1) // progress only inside the calls
+	} else {
+		ni.wg.Add(2)
+		go ni.run()
+	}
 	go ni.runTriggers()
 	p.nis[slot] = ni
 	p.pid = claim
 	return ni, nil
 }
 
-// connect opens the verbs objects, creates a queue pair per rank, exchanges the
-// addresses and physical ids through the runtime, and connects.
-func (ni *NI) connect(ctx context.Context) error {
+// open opens the verbs objects the NI's connections share: a context, a
+// protection domain and one completion queue (which grows as connections come).
+func (ni *NI) open() error {
 	var err error
 	if ni.vctx, err = ni.proc.dev.Open(); err != nil {
 		return err
@@ -241,57 +271,15 @@ func (ni *NI) connect(ctx context.Context) error {
 	if ni.pd, err = ni.vctx.AllocPD(); err != nil {
 		return err
 	}
-	rt := ni.proc.rt
-	size := rt.Size()
-	if ni.cq, err = ni.vctx.CreateCQ(size*(recvDepth+sendDepth) + 64); err != nil {
+	if ni.cq, err = ni.vctx.CreateCQ(4 * (recvDepth + sendDepth)); err != nil {
 		return err
 	}
-	ni.peers = make([]*peer, size)
-	for r := range ni.peers {
-		if ni.peers[r], err = ni.newPeer(r); err != nil {
-			return err
-		}
-		if err := rt.Put(fmt.Sprintf("ni%d.qp%d", ni.slot, r), ni.peers[r].qp.Address()); err != nil {
-			return err
-		}
-	}
-	var id [8]byte
-	binary.LittleEndian.PutUint32(id[0:], uint32(ni.self.NID))
-	binary.LittleEndian.PutUint32(id[4:], uint32(ni.self.PID))
-	if err := rt.Put(fmt.Sprintf("ni%d.id", ni.slot), id[:]); err != nil {
-		return err
-	}
-	if err := rt.Fence(ctx); err != nil {
-		return err
-	}
-	ni.physMap = make([]ProcessID, size)
-	for r := range ni.peers {
-		addr, err := rt.Get(ctx, r, fmt.Sprintf("ni%d.qp%d", ni.slot, ni.rank))
-		if err != nil {
-			return err
-		}
-		if err := ni.peers[r].qp.Connect(addr); err != nil {
-			return err
-		}
-		v, err := rt.Get(ctx, r, fmt.Sprintf("ni%d.id", ni.slot))
-		if err != nil || len(v) != 8 {
-			return fmt.Errorf("physical id of rank %d: %v", r, err)
-		}
-		ni.physMap[r] = ProcessID{NID: NID(binary.LittleEndian.Uint32(v)), PID: PID(binary.LittleEndian.Uint32(v[4:])), Rank: Rank(r)}
-	}
-	for _, pr := range ni.peers {
-		if err := pr.postRecvs(); err != nil {
-			return err
-		}
-	}
-	m := append([]ProcessID(nil), ni.physMap...)
-	ni.logical.Store(&m)
 	return nil
 }
 
 // release closes the verbs objects (the context closes what it holds).
 func (ni *NI) release() {
-	for _, pr := range ni.peers {
+	for _, pr := range ni.peerList() {
 		if pr != nil {
 			pr.close()
 		}
@@ -322,6 +310,8 @@ func (ni *NI) Fini() error {
 		// The process has no NI left: its pid is free on the node again.
 		p.pid.release()
 		p.pid = nil
+		p.claim.Store(nil)
+		p.jobMap = nil
 	}
 	p.mu.Unlock()
 	ni.shutdown()
@@ -396,27 +386,6 @@ func (ni *NI) Matching() bool { return ni.opts&NIMatching != 0 }
 // Logical reports whether the NI addresses by rank (NILogical).
 func (ni *NI) Logical() bool { return ni.opts&NILogical != 0 }
 
-// ID returns the NI's process id (PtlGetId): on a logical NI its rank, the index
-// of its physical id in the map SetMap set (the job's order until then); NID and
-// PID on a physical one.
-func (ni *NI) ID() (ProcessID, error) {
-	if err := ni.check("PtlGetId"); err != nil {
-		return ProcessID{}, err
-	}
-	if ni.Logical() {
-		return ProcessID{Rank: ni.initiatorID().Rank}, nil
-	}
-	return ProcessID{NID: ni.self.NID, PID: ni.self.PID}, nil
-}
-
-// PhysID returns the NI's physical id (PtlGetPhysId).
-func (ni *NI) PhysID() (ProcessID, error) {
-	if err := ni.check("PtlGetPhysId"); err != nil {
-		return ProcessID{}, err
-	}
-	return ProcessID{NID: ni.self.NID, PID: ni.self.PID}, nil
-}
-
 // UID returns the user id of the process (PtlGetUid).
 func (ni *NI) UID() (UID, error) {
 	if err := ni.check("PtlGetUid"); err != nil {
@@ -434,115 +403,4 @@ func (ni *NI) Status(sr SR) (uint64, error) {
 		return 0, opErr("PtlNIStatus", ArgInvalid, fmt.Errorf("status register %d", sr))
 	}
 	return ni.status[sr].Load(), nil
-}
-
-// SetMap sets the rank-to-physical-id map of a logical NI (PtlSetMap).
-func (ni *NI) SetMap(m []ProcessID) error {
-	const op = "PtlSetMap"
-	if err := ni.check(op); err != nil {
-		return err
-	}
-	if !ni.Logical() {
-		return opErr(op, ArgInvalid, fmt.Errorf("physical NI"))
-	}
-	if len(m) == 0 {
-		return opErr(op, ArgInvalid, fmt.Errorf("empty map"))
-	}
-	for _, id := range m {
-		if _, ok := ni.rankOfPhys(id); !ok {
-			return opErr(op, ArgInvalid, fmt.Errorf("no process %d:%d in the job", id.NID, id.PID))
-		}
-	}
-	// The caller's rank is its index in the map: a map without it gives it none,
-	// which the reference refuses.
-	if logicalIndex(m, ni.self) < 0 {
-		return opErr(op, ArgInvalid, fmt.Errorf("the map does not hold this process (%d:%d)", ni.self.NID, ni.self.PID))
-	}
-	ni.mu.Lock()
-	c := append([]ProcessID(nil), m...)
-	ni.logical.Store(&c)
-	ni.mu.Unlock()
-	return nil
-}
-
-// Map returns the logical map (PtlGetMap).
-func (ni *NI) Map() ([]ProcessID, error) {
-	if err := ni.check("PtlGetMap"); err != nil {
-		return nil, err
-	}
-	if !ni.Logical() {
-		return nil, opErr("PtlGetMap", ArgInvalid, fmt.Errorf("physical NI"))
-	}
-	ni.mu.Lock()
-	defer ni.mu.Unlock()
-	return append([]ProcessID(nil), *ni.logical.Load()...), nil
-}
-
-// rankOfPhys finds the job rank of a physical id.
-func (ni *NI) rankOfPhys(id ProcessID) (int, bool) {
-	for r, p := range ni.physMap {
-		if p.NID == id.NID && p.PID == id.PID {
-			return r, true
-		}
-	}
-	return 0, false
-}
-
-// peerOf resolves a target id to its connection. Called with ni.mu held.
-func (ni *NI) peerOf(target ProcessID) (*peer, bool) {
-	if ni.Logical() {
-		logical := *ni.logical.Load()
-		if int(target.Rank) >= len(logical) {
-			return nil, false
-		}
-		r, ok := ni.rankOfPhys(logical[target.Rank])
-		if !ok {
-			return nil, false
-		}
-		return ni.peers[r], true
-	}
-	r, ok := ni.rankOfPhys(target)
-	if !ok {
-		return nil, false
-	}
-	return ni.peers[r], true
-}
-
-// idOfPeer names the process at the other end of pr: its physical id and its rank
-// in the logical map (or its job rank when the map does not hold it). Called with
-// ni.mu held.
-func (ni *NI) idOfPeer(pr *peer) ProcessID {
-	id := ni.physMap[pr.rank]
-	id.Rank = Rank(pr.rank)
-	if ni.Logical() {
-		for r, p := range *ni.logical.Load() {
-			if p.NID == id.NID && p.PID == id.PID {
-				id.Rank = Rank(r)
-				break
-			}
-		}
-	}
-	return id
-}
-
-// initiatorID is how this NI names itself in the messages it sends: its physical
-// id, with its rank in the logical map on a logical NI.
-func (ni *NI) initiatorID() ProcessID {
-	id := ni.self
-	if ni.Logical() {
-		if r := logicalIndex(*ni.logical.Load(), id); r >= 0 {
-			id.Rank = Rank(r)
-		}
-	}
-	return id
-}
-
-// logicalIndex is the first index of the physical id of id in m, or -1.
-func logicalIndex(m []ProcessID, id ProcessID) int {
-	for r, p := range m {
-		if p.NID == id.NID && p.PID == id.PID {
-			return r
-		}
-	}
-	return -1
 }

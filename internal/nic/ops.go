@@ -159,18 +159,36 @@ func (ni *NI) start(name string, o *initOp, target ProcessID, operand []byte) er
 		return err
 	}
 	ni.mu.Lock()
-	if err := ni.validate(o, operand); err != nil {
-		ni.mu.Unlock()
-		code := ArgInvalid
-		if errorsIsNotSupported(err) {
-			code = Fail
+	var pr *peer
+	for {
+		if err := ni.validate(o, operand); err != nil {
+			ni.mu.Unlock()
+			code := ArgInvalid
+			if errorsIsNotSupported(err) {
+				code = Fail
+			}
+			return opErr(name, code, err)
 		}
-		return opErr(name, code, err)
-	}
-	pr, ok := ni.peerOf(target)
-	if !ok {
+		var id ProcessID
+		var ok bool
+		if pr, id, ok = ni.peerOf(target); !ok {
+			ni.mu.Unlock()
+			return opErr(name, ArgInvalid, fmt.Errorf("no process %+v in the logical map", target))
+		}
+		if pr != nil {
+			break
+		}
+		// The first operation to this target opens the connection (without the
+		// engine lock: the answer needs progress); then the checks run again.
 		ni.mu.Unlock()
-		return opErr(name, ArgInvalid, fmt.Errorf("no process %+v in the job", target))
+		pr = ni.connectTo(id)
+		ni.mu.Lock()
+		if pr.broken.Load() {
+			if err := ni.validate(o, operand); err != nil {
+				continue // reported by the loop
+			}
+			break // unreachable: the operation completes with NI_UNDELIVERABLE
+		}
 	}
 	ni.nextOp++
 	o.id, o.pr = ni.nextOp, pr
@@ -218,9 +236,19 @@ func (ni *NI) issue(o *initOp, operand []byte) error {
 	case o.kind == msgGet && o.length <= eagerMax:
 		return o.pr.send(&h)
 	case o.length <= eagerMax && o.kind != msgGet:
-		pieces, err := o.md.mem.Slices(o.localOff, o.length, parts[:0])
-		if err != nil {
-			return err
+		var pieces [][]byte
+		if o.md.mem.IsRaw() {
+			// Raw memory is read under fault protection before the provider sees it.
+			buf := make([]byte, o.length)
+			if _, err := o.md.mem.ReadAt(buf, o.localOff); err != nil {
+				return err
+			}
+			pieces = append(parts[:0], buf)
+		} else {
+			var err error
+			if pieces, err = o.md.mem.Slices(o.localOff, o.length, parts[:0]); err != nil {
+				return err
+			}
 		}
 		if len(pieces) > 3 {
 			buf := make([]byte, o.length)

@@ -11,7 +11,7 @@ type pather interface{ Path() string }
 // pairs do not say, or "" with no connected peer.
 func (ni *NI) Path() string {
 	seen := map[string]bool{}
-	for _, pr := range ni.peers {
+	for _, pr := range ni.peerList() {
 		if pr == nil || pr.qp == nil {
 			continue
 		}

@@ -2,7 +2,9 @@ package nic
 
 import (
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/goportals/goportals/internal/verbs"
@@ -22,14 +24,20 @@ const (
 	widMask   = 0xff << 56
 )
 
-// peer is the connection to one rank: a queue pair, its posted receive slots, and
-// the state for posting sends.
+// peer is one connection to another NI: a queue pair, its posted receive slots,
+// and the state for posting sends.
 type peer struct {
-	ni     *NI
-	rank   int
-	qp     verbs.QP
-	recv   []byte
-	recvMR verbs.MR
+	ni        *NI
+	idx       int       // index in the NI's peer list, carried in work request ids (-1: a dead peer never listed)
+	id        ProcessID // the physical id of the NI at the other end
+	broken    atomic.Bool
+	why       error  // why a dead peer never opened
+	rank      Rank   // the peer's rank in the logical map, as of rankGen (under ni.mu)
+	rankGen   uint32 // the map generation rank was computed for (0: never)
+	closeOnce sync.Once
+	qp        verbs.QP
+	recv      []byte
+	recvMR    verbs.MR
 
 	sendMu  sync.Mutex
 	scratch []byte
@@ -42,17 +50,32 @@ type peer struct {
 	rsge    [1]verbs.SGE
 }
 
-func (ni *NI) newPeer(r int) (*peer, error) {
+// newPeer creates the queue pair of a connection to id (not yet connected) and
+// lists it, so progress handles its completions from the start (its receives
+// carry its index).
+func (ni *NI) newPeer(id ProcessID) (*peer, error) {
 	qp, err := ni.pd.CreateQP(verbs.QPAttr{SendCQ: ni.cq, RecvCQ: ni.cq, MaxSendWR: sendDepth, MaxRecvWR: recvDepth, MaxSGE: 16})
 	if err != nil {
 		return nil, err
 	}
-	pr := &peer{ni: ni, rank: r, qp: qp, recv: make([]byte, recvDepth*msgMax), scratch: make([]byte, hdrSize),
+	pr := &peer{ni: ni, id: ProcessID{NID: id.NID, PID: id.PID}, qp: qp, recv: make([]byte, recvDepth*msgMax), scratch: make([]byte, hdrSize),
 		sges: make([]verbs.SGE, 0, 4)}
 	if pr.recvMR, err = ni.pd.RegMR(pr.recv, verbs.AccessLocalWrite); err != nil {
 		qp.Close()
 		return nil, err
 	}
+	ni.mu.Lock()
+	defer ni.mu.Unlock()
+	old := ni.peerList()
+	if len(old) > 0xffff {
+		pr.close()
+		return nil, fmt.Errorf("%w: more than 65536 connections on one NI", verbs.ErrNoResources)
+	}
+	pr.idx = len(old)
+	l := make([]*peer, len(old), len(old)+1)
+	copy(l, old)
+	l = append(l, pr)
+	ni.plist.Store(&l)
 	return pr, nil
 }
 
@@ -69,19 +92,24 @@ func (pr *peer) postRecvs() error {
 // at setup), so the work request storage can be reused.
 func (pr *peer) repost(slot int) error {
 	pr.rsge[0] = verbs.SGE{Addr: pr.recvMR.Addr() + uint64(slot*msgMax), Length: msgMax, LKey: pr.recvMR.LKey()}
-	pr.rwr[0] = verbs.RecvWR{ID: widRecv | uint64(pr.rank)<<16 | uint64(slot), SG: pr.rsge[:]}
+	pr.rwr[0] = verbs.RecvWR{ID: widRecv | uint64(pr.idx)<<16 | uint64(slot), SG: pr.rsge[:]}
 	return pr.qp.PostRecv(pr.rwr[:])
 }
 
 func (pr *peer) slot(i int) []byte { return pr.recv[i*msgMax : (i+1)*msgMax] }
 
+// close closes the connection's queue pair (its receives complete flushed, which
+// progress ignores for a broken peer).
 func (pr *peer) close() {
-	if pr.qp != nil {
-		pr.qp.Close()
-	}
-	if pr.recvMR != nil {
-		pr.recvMR.Dereg()
-	}
+	pr.broken.Store(true)
+	pr.closeOnce.Do(func() {
+		if pr.qp != nil {
+			pr.qp.Close()
+		}
+		if pr.recvMR != nil {
+			pr.recvMR.Dereg()
+		}
+	})
 }
 
 func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
@@ -116,7 +144,7 @@ func (pr *peer) trySend(h *header, parts ...[]byte) error {
 	if pr.nsend++; pr.nsend%signalN == 0 {
 		flags |= verbs.SendSignaled
 	}
-	pr.wr[0] = verbs.SendWR{ID: widSend | uint64(pr.rank), Opcode: verbs.OpSend, Flags: flags, SG: sg}
+	pr.wr[0] = verbs.SendWR{ID: widSend | uint64(pr.idx), Opcode: verbs.OpSend, Flags: flags, SG: sg}
 	err := pr.qp.PostSend(pr.wr[:])
 	pr.wr[0].SG = nil
 	if err != nil && errors.Is(err, verbs.ErrNoResources) {

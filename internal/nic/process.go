@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/goportals/goportals/internal/bootstrap"
@@ -44,14 +40,19 @@ type Process struct {
 	nis    [4]*NI
 	pid    *pidClaim // the pid every NI of the process has; nil while it has none
 	closed bool
+
+	claim  atomic.Pointer[pidClaim] // pid, readable by progress without mu
+	jobMap []ProcessID              // the job's physical ids by rank, while the process has a pid and a runtime (under mu)
+	jobGen int                      // job map exchanges so far (under mu)
 }
 
-// NewProcess returns a Process over rt and dev (nil: the first device of the
-// provider PTL_PROVIDER selects; see verbs.Choose).
+// NewProcess returns a Process over rt and dev (nil: the first device of the provider PTL_PROVIDER selects). rt may be
+// nil: the process then belongs to no job, and its NIs communicate by physical id,
+// or by rank once SetMap gave a logical NI its map (a client with its own launcher
+// exchanges PhysID results out of band and calls SetMap). With a runtime, the
+// process's first NIInit also exchanges physical ids with the job's ranks, and its
+// logical NIs start with the job's map (see NIInit).
 func NewProcess(rt Runtime, dev verbs.Device) (*Process, error) {
-	if rt == nil {
-		return nil, opErr("NewProcess", ArgInvalid, fmt.Errorf("nil runtime"))
-	}
 	if dev == nil {
 		var err error
 		if dev, err = defaultDevice(); err != nil {
@@ -76,6 +77,8 @@ func (p *Process) Close() error {
 	p.nis = [4]*NI{}
 	claim := p.pid
 	p.pid = nil
+	p.claim.Store(nil)
+	p.jobMap = nil
 	p.mu.Unlock()
 	for _, ni := range nis {
 		if ni != nil {
@@ -126,16 +129,16 @@ func Init() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	b, err := bootstrap.Open(ctx)
+	b, release, err := bootstrap.Shared(ctx)
 	if err != nil {
 		return opErr("PtlInit", Fail, err)
 	}
 	p, err := NewProcess(b, nil)
 	if err != nil {
-		b.Close()
+		release()
 		return err
 	}
-	p.closer = b.Close
+	p.closer = release
 	defaultProc.p, defaultProc.refs = p, 1
 	return nil
 }
@@ -180,10 +183,14 @@ func NIInit(iface Interface, opts NIOptions, pid PID, desired *Limits) (*NI, err
 // closed or its process dies, so a crashed process leaves no stale claim and no
 // file behind.
 
-// pidClaim is a pid held by a process.
+// pidClaim is a pid held by a process, and its rendezvous: the socket that
+// claims it node-wide (nil off Linux), where peers send connection requests.
 type pidClaim struct {
-	pid  PID
-	sock io.Closer // the node-wide claim; nil off Linux
+	pid PID
+	ln  *listener
+	tcp *tcpRendezvous // the rendezvous for other nodes (nil: none)
+	lmu sync.Mutex // one goroutine polls ln at a time
+	wg  sync.WaitGroup
 }
 
 // errPIDInUse: the pid is claimed already.
@@ -202,13 +209,13 @@ func claimPID(pid PID) (*pidClaim, error) {
 	defer pidTable.mu.Unlock()
 	if pidTable.held == nil {
 		pidTable.held = map[PID]bool{}
-		pidTable.cursor = uint32(os.Getpid()) * 2654435761 % uint32(PIDAny)
+		pidTable.cursor = uint32(os.Getpid()) * 2654435761 % rvPIDSpan
 	}
 	if pid != PIDAny {
 		return claimLocked(pid)
 	}
-	for i := uint32(0); i < uint32(PIDAny); i++ {
-		cand := PID((pidTable.cursor + i) % uint32(PIDAny))
+	for i := uint32(0); i < rvPIDSpan; i++ {
+		cand := PID((pidTable.cursor + i) % rvPIDSpan)
 		c, err := claimLocked(cand)
 		if errors.Is(err, errPIDInUse) {
 			continue
@@ -230,19 +237,36 @@ func claimLocked(pid PID) (*pidClaim, error) {
 		return nil, errPIDInUse
 	}
 	c := &pidClaim{pid: pid}
-	if runtime.GOOS == "linux" {
-		name := fmt.Sprintf("@goportals.pid%d", pid) // node-wide: one owner per pid, whatever the user
-		conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: name, Net: "unixgram"})
-		if err != nil {
-			if errors.Is(err, syscall.EADDRINUSE) {
-				return nil, errPIDInUse
-			}
-			return nil, fmt.Errorf("claiming pid %d on this node: %w", pid, err)
+	ln, err := listenPID(pid) // node-wide: one owner per pid, whatever the user
+	if err != nil {
+		return nil, err
+	}
+	c.ln = ln
+	if c.tcp, err = listenTCP(pid); err != nil {
+		if ln != nil {
+			ln.Close()
 		}
-		c.sock = conn
+		return nil, err
 	}
 	pidTable.held[pid] = true
 	return c, nil
+}
+
+// serveFor makes p the process that answers connection requests to the pid: in
+// this OS process through the table, from other processes through the socket,
+// whose goroutine starts now.
+func (c *pidClaim) serveFor(p *Process) {
+	pidTable.mu.Lock()
+	localProcs[c.pid] = p
+	pidTable.mu.Unlock()
+	p.claim.Store(c)
+	if c.ln != nil && !testNoHelpers.Load() {
+		c.wg.Add(1)
+		go c.serveWait(p)
+	}
+	if c.tcp != nil {
+		c.tcp.serve(p)
+	}
 }
 
 // release gives the pid back (nil: nothing).
@@ -252,10 +276,12 @@ func (c *pidClaim) release() {
 	}
 	pidTable.mu.Lock()
 	defer pidTable.mu.Unlock()
-	if c.sock != nil {
-		c.sock.Close()
+	if c.ln != nil {
+		c.ln.Close()
 	}
+	c.tcp.close()
 	delete(pidTable.held, c.pid)
+	delete(localProcs, c.pid)
 }
 
 // The soft provider is always linked; others (ibv) register themselves when the

@@ -2,7 +2,9 @@ package nic
 
 import (
 	"context"
+	"github.com/goportals/goportals/internal/envknob"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/goportals/goportals/eq"
@@ -18,6 +20,24 @@ import (
 // answers that find no room queue per peer (peer.sendOrQueue).
 
 const progressSpin = 2048
+
+// testNoHelpers, set by a test before NIInit, starts neither the NI's progress
+// goroutine nor the rendezvous listener's: the calls that wait or poll must then do
+// all the work themselves.
+var testNoHelpers atomic.Bool
+
+// noProgressGoroutine reports whether NIs run without their progress goroutine:
+// PTL_PROGRESS_GOROUTINE=0 in the environment (or a test). Progress then happens
+// only inside the calls that wait or poll, and the blocking waits (EQ.Wait,
+// CT.Wait, EQPoll, CTPoll) keep driving it instead of sleeping: a process whose
+// application never calls in then completes nothing, so the goroutine is the
+// default.
+func noProgressGoroutine() bool {
+	return testNoHelpers.Load() || progressEnvOff
+}
+
+// progressEnvOff is PTL_PROGRESS_GOROUTINE=0, read once.
+var progressEnvOff = envknob.Get(envknob.ProgressGoroutine) == "0"
 
 func (ni *NI) run() {
 	defer ni.wg.Done()
@@ -92,7 +112,14 @@ func (ni *NI) progressOnce(app bool) int {
 		return 0
 	}
 	n := ni.progressLocked()
+	ni.polls++
+	listen := ni.polls%listenerPollEvery == 0
 	ni.progMu.Unlock()
+	if listen {
+		// Connection requests are served by the calls that drive progress too, not
+		// only by the listener's goroutine.
+		ni.proc.pollListener()
+	}
 	if n > 0 && ni.trig.fired() {
 		// Completions counted on a counter released triggered operations.
 		ni.issueFired(false)
@@ -104,7 +131,7 @@ func (ni *NI) progressOnce(app bool) int {
 func (ni *NI) progressLocked() int {
 	n := 0
 	if ni.queued.Load() > 0 {
-		for _, pr := range ni.peers {
+		for _, pr := range ni.peerList() {
 			n += pr.flushQueue()
 		}
 	}
@@ -131,10 +158,11 @@ func (ni *NI) handleWC(wc *verbs.WorkCompletion) {
 	case widRecv:
 		r := int(wc.ID>>16) & 0xffff
 		slot := int(wc.ID & 0xffff)
-		if r >= len(ni.peers) {
+		peers := ni.peerList()
+		if r >= len(peers) {
 			return
 		}
-		pr := ni.peers[r]
+		pr := peers[r]
 		if wc.Status != verbs.StatusSuccess {
 			ni.peerFailed(pr)
 			return
@@ -156,8 +184,8 @@ func (ni *NI) handleWC(wc *verbs.WorkCompletion) {
 		}
 	case widSend:
 		if wc.Status != verbs.StatusSuccess {
-			if r := int(wc.ID &^ widMask); r < len(ni.peers) {
-				ni.peerFailed(ni.peers[r])
+			if r, peers := int(wc.ID&^widMask), ni.peerList(); r < len(peers) {
+				ni.peerFailed(peers[r])
 			}
 		}
 	case widTarget:
@@ -191,7 +219,9 @@ func (ni *NI) handleAnswer(pr *peer, h *header, payload []byte) {
 		}
 		if fail == eq.NIOK && len(payload) > 0 {
 			n := min(uint64(len(payload)), h.mlength, o.length)
-			dst.mem.WriteAt(payload[:n], off)
+			if _, err := dst.mem.WriteAt(payload[:n], off); err != nil {
+				fail = eq.NISegv // raw memory not mapped where the reply goes
+			}
 		}
 		ni.initEvent(o, dst, eq.EventReply, fail, h.mlength, h.roff, h.list)
 	}
@@ -203,6 +233,7 @@ func (ni *NI) handleAnswer(pr *peer, h *header, payload []byte) {
 func (ni *NI) peerFailed(pr *peer) {
 	pr.sendMu.Lock()
 	pr.failed = true
+	pr.broken.Store(true)
 	pr.sendMu.Unlock()
 	ni.mu.Lock()
 	defer ni.mu.Unlock()

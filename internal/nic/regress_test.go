@@ -107,7 +107,7 @@ func TestRegressionDoubleFail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr := init.peers[1]
+	pr := mustPeer(t, init, nis[1])
 	// The interleaving of start (op registered) / peerFailed / issueOrFail.
 	init.mu.Lock()
 	init.nextOp++
@@ -147,9 +147,10 @@ func TestRegressionReplyOverrun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pr := mustPeer(t, init, nis[1])
 	init.mu.Lock()
 	init.nextOp++
-	o := &initOp{id: init.nextOp, kind: msgGet, md: m, length: 8, pr: init.peers[1]}
+	o := &initOp{id: init.nextOp, kind: msgGet, md: m, length: 8, pr: pr}
 	m.inflight++
 	init.ops[o.id] = o
 	init.mu.Unlock()
@@ -157,7 +158,7 @@ func TestRegressionReplyOverrun(t *testing.T) {
 	for i := range payload {
 		payload[i] = 0xee
 	}
-	init.handleAnswer(init.peers[1], &header{kind: msgReply, opid: o.id, mlength: 64}, payload)
+	init.handleAnswer(o.pr, &header{kind: msgReply, opid: o.id, mlength: 64}, payload)
 	if !bytes.Equal(buf[8:], make([]byte, 56)) {
 		t.Errorf("reply of a get of 8 bytes wrote past byte 8: %x", buf)
 	}

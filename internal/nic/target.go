@@ -133,16 +133,17 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 		return
 	}
 	var reply []byte
+	var merr error // an access to raw memory that faulted
 	mlen := res.MLength
 	switch h.kind {
 	case msgPut:
 		if mlen > uint64(len(payload)) {
 			mlen = uint64(len(payload))
 		}
-		e.mem.WriteAt(payload[:mlen], res.LocalOffset)
+		_, merr = e.mem.WriteAt(payload[:mlen], res.LocalOffset)
 	case msgGet:
 		reply = ni.scratch(int(mlen))
-		e.mem.ReadAt(reply, res.LocalOffset)
+		_, merr = e.mem.ReadAt(reply, res.LocalOffset)
 	case msgAtomic, msgFetch, msgSwap:
 		data := payload
 		var cond []byte
@@ -154,13 +155,25 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 			mlen = uint64(len(data))
 		}
 		old := ni.scratch(int(mlen))
-		e.mem.ReadAt(old, res.LocalOffset)
+		if _, merr = e.mem.ReadAt(old, res.LocalOffset); merr != nil {
+			break
+		}
 		cur := append(ni.scratch2(int(mlen))[:0], old...)
 		mlen = uint64(applyAtomic(eq.AtomicOp(h.atomOp), eq.AtomicType(h.atomType), cur, data[:mlen], cond))
-		e.mem.WriteAt(cur[:mlen], res.LocalOffset)
+		_, merr = e.mem.WriteAt(cur[:mlen], res.LocalOffset)
 		if h.kind != msgAtomic {
 			reply = old[:mlen]
 		}
+	}
+	if merr != nil {
+		// The entry's raw memory is not mapped there: the operation fails with
+		// NI_SEGV on both sides.
+		ni.status[SRMalformed].Add(1)
+		ni.deliverEvents(t, evs, eq.NISegv, e)
+		ni.evbuf = evs[:0]
+		ni.mu.Unlock()
+		ni.answer(pr, h, eq.NISegv, 0, res.LocalOffset, uint8(res.List), nil)
+		return
 	}
 	ni.deliverAll(t, evs)
 	ni.mu.Unlock()
@@ -222,6 +235,9 @@ func (ni *NI) startLong(pr *peer, h *header, payload []byte, t *pt, e *entry, re
 	}
 	p, err := reg.Pin(e.mem, res.LocalOffset, res.MLength)
 	if err != nil {
+		if e.mem.IsRaw() {
+			return fail(eq.NISegv) // the range is not (all) mapped
+		}
 		return fail(eq.NIUndeliverable)
 	}
 	top.pinned = p

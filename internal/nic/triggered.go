@@ -160,7 +160,7 @@ func (ni *NI) triggered(name string, o *initOp, target ProcessID, operand []byte
 	}
 	ni.mu.Lock()
 	err := ni.validate(o, operand)
-	_, ok := ni.peerOf(target)
+	_, _, ok := ni.peerOf(target)
 	if err == nil && ok {
 		// The descriptors are in use until the operation fires (or is cancelled).
 		o.md.inflight++

@@ -1,0 +1,61 @@
+package nic
+
+import (
+	"net"
+	"sync"
+)
+
+// The nid of a node. A node is a kernel and a network namespace: the nid is the
+// IPv4 address (as a number, most significant byte first, as the reference derives
+// it) of the first interface that is up and not a loopback, or 127.0.0.1's value
+// when there is none. NIDAny (0xffff) is a wildcard and never a nid: an address
+// with that value is replaced by 127.0.0.1's.
+
+// loopbackNID is the nid of 127.0.0.1.
+const loopbackNID = NID(0x7f000001)
+
+var nidOnce struct {
+	sync.Once
+	nid NID
+}
+
+// nodeNID returns this node's nid, computed once.
+func nodeNID() NID {
+	nidOnce.Do(func() { nidOnce.nid = nidFromInterfaces() })
+	return nidOnce.nid
+}
+
+func nidFromInterfaces() NID {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return loopbackNID
+	}
+	for _, it := range ifs {
+		if it.Flags&net.FlagUp == 0 || it.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, err := it.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			if v4 := ipn.IP.To4(); v4 != nil {
+				return nidOf(v4)
+			}
+		}
+	}
+	return loopbackNID
+}
+
+// nidOf is the nid of an IPv4 address.
+func nidOf(v4 net.IP) NID {
+	n := NID(uint32(v4[0])<<24 | uint32(v4[1])<<16 | uint32(v4[2])<<8 | uint32(v4[3]))
+	if n == NIDAny {
+		return loopbackNID
+	}
+	return n
+}

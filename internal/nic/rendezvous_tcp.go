@@ -1,0 +1,181 @@
+package nic
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Between nodes the rendezvous of a pid is a TCP port of its node: the nid is the
+// node's IPv4 address, and pid p listens at port rvPortBase+p on every interface.
+// A request and its answer travel as one length-prefixed frame each, in the
+// format of the node-local rendezvous. PIDAny picks pids below rvPIDSpan, whose
+// ports are valid; an explicit larger pid is reachable inside its node only.
+
+const (
+	// rvPortBase is the TCP port of pid 0's rendezvous.
+	rvPortBase = 40000
+	// rvPIDSpan bounds the pids with a TCP rendezvous (and PIDAny's choices).
+	rvPIDSpan = 16384
+	// rvMaxFrame bounds a request or answer.
+	rvMaxFrame = 8192
+)
+
+// rvPort returns pid's rendezvous port, or false when the pid has none.
+func rvPort(pid PID) (int, bool) {
+	if pid >= rvPIDSpan {
+		return 0, false
+	}
+	return rvPortBase + int(pid), true
+}
+
+// tcpRendezvous is a claim's listener for other nodes.
+type tcpRendezvous struct {
+	ln net.Listener
+	wg sync.WaitGroup
+}
+
+// listenTCP opens pid's TCP rendezvous; errPIDInUse when its port is taken.
+func listenTCP(pid PID) (*tcpRendezvous, error) {
+	port, ok := rvPort(pid)
+	if !ok {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+	if err != nil {
+		return nil, fmt.Errorf("%w: port %d: %v", errPIDInUse, port, err)
+	}
+	return &tcpRendezvous{ln: ln}, nil
+}
+
+// serve answers requests from other nodes for p until the listener closes. A
+// remote connection request tolerates a goroutine's scheduling delay.
+func (t *tcpRendezvous) serve(p *Process) {
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		for {
+			c, err := t.ln.Accept()
+			if err != nil {
+				return
+			}
+			t.wg.Add(1)
+			go func() {
+				defer t.wg.Done()
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				req, err := readFrame(c)
+				if err != nil {
+					return
+				}
+				var rep connectReply
+				if r, ok := decodeRequest(req); ok {
+					rep = p.serve(&r)
+				} else {
+					rep = connectReply{status: connBad}
+				}
+				writeFrame(c, rep.encode())
+			}()
+		}
+	}()
+}
+
+// close stops the listener and waits for its goroutines.
+func (t *tcpRendezvous) close() {
+	if t == nil {
+		return
+	}
+	t.ln.Close()
+	t.wg.Wait()
+}
+
+func readFrame(r io.Reader) ([]byte, error) {
+	var n [4]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return nil, err
+	}
+	size := binary.LittleEndian.Uint32(n[:])
+	if size > rvMaxFrame {
+		return nil, fmt.Errorf("rendezvous frame of %d bytes", size)
+	}
+	b := make([]byte, size)
+	_, err := io.ReadFull(r, b)
+	return b, err
+}
+
+func writeFrame(w io.Writer, b []byte) error {
+	f := make([]byte, 4+len(b))
+	binary.LittleEndian.PutUint32(f, uint32(len(b)))
+	copy(f[4:], b)
+	_, err := w.Write(f)
+	return err
+}
+
+// nidIP returns the IPv4 address a nid names.
+func nidIP(nid NID) net.IP {
+	return net.IPv4(byte(nid>>24), byte(nid>>16), byte(nid>>8), byte(nid)).To4()
+}
+
+// exchangeRemote sends req to the process holding id's pid on id's node and
+// returns its answer, driving this NI's progress while it waits.
+func (ni *NI) exchangeRemote(ctx context.Context, id ProcessID, req *connectRequest) (connectReply, error) {
+	port, ok := rvPort(id.PID)
+	if !ok {
+		return connectReply{}, fmt.Errorf("%w: pid %d on nid %#x has no rendezvous between nodes (pids below %d do)",
+			errUnreachable, id.PID, uint32(id.NID), rvPIDSpan)
+	}
+	type result struct {
+		rep connectReply
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(nidIP(id.NID).String(), strconv.Itoa(port)))
+		if err != nil {
+			done <- result{err: fmt.Errorf("%w: nid %#x pid %d: %w", errUnreachable, uint32(id.NID), id.PID, err)}
+			return
+		}
+		defer c.Close()
+		if dl, ok := ctx.Deadline(); ok {
+			c.SetDeadline(dl)
+		}
+		if err := writeFrame(c, req.encode()); err != nil {
+			done <- result{err: fmt.Errorf("%w: nid %#x pid %d: %w", errUnreachable, uint32(id.NID), id.PID, err)}
+			return
+		}
+		b, err := readFrame(c)
+		if err != nil {
+			done <- result{err: fmt.Errorf("%w: nid %#x pid %d did not answer: %w", errUnreachable, uint32(id.NID), id.PID, err)}
+			return
+		}
+		rep, ok := decodeReply(b)
+		if !ok {
+			done <- result{err: fmt.Errorf("%w: malformed answer from nid %#x pid %d", errUnreachable, uint32(id.NID), id.PID)}
+			return
+		}
+		done <- result{rep: rep}
+	}()
+	// The target may be connecting to us at the same time: keep serving.
+	for i := 0; ; i++ {
+		select {
+		case r := <-done:
+			return r.rep, r.err
+		default:
+		}
+		if i > 1000 {
+			select {
+			case r := <-done:
+				return r.rep, r.err
+			case <-time.After(50 * time.Microsecond):
+			}
+		}
+		ni.yieldConnect(i)
+	}
+}
+
