@@ -189,7 +189,7 @@ type pidClaim struct {
 	pid PID
 	ln  *listener
 	tcp *tcpRendezvous // the rendezvous for other nodes (nil: none)
-	lmu sync.Mutex // one goroutine polls ln at a time
+	lmu sync.Mutex     // one goroutine polls ln at a time
 	wg  sync.WaitGroup
 }
 

@@ -178,4 +178,3 @@ func (ni *NI) exchangeRemote(ctx context.Context, id ProcessID, req *connectRequ
 		ni.yieldConnect(i)
 	}
 }
-
