@@ -319,7 +319,7 @@ func roleBroadcast(ctx context.Context, w *World) error {
 func roleCollect(ctx context.Context, w *World) error {
 	me, n := w.MyPE(), w.NPEs()
 	const blk = 5
-	src, err := Malloc[int32](ctx, w, n+1)
+	src, err := Malloc[int32](ctx, w, n+blk)
 	if err != nil {
 		return err
 	}
