@@ -22,6 +22,7 @@ import (
 	"io"
 	"math/bits"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/goportals/goportals/shmem"
@@ -45,6 +46,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Int64Var(&o.updates, "n", 1<<20, "updates per PE")
 	fs.BoolVar(&o.verify, "verify", true, "apply the updates again and check that the table is restored")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long")
+	profile := fs.String("cpuprofile", "", "write each PE's CPU profile to FILE.peN")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -61,6 +63,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "gups:", err)
 		return 1
+	}
+	if *profile != "" {
+		f, err := os.Create(fmt.Sprintf("%s.pe%d", *profile, w.MyPE()))
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "gups:", err)
+			w.Close(ctx)
+			return 1
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
 	}
 	res, err := gups(ctx, w, o)
 	err = errors.Join(err, w.Close(ctx))
