@@ -132,19 +132,20 @@ func testRole(t *testing.T, role string) {
 	}
 }
 
-func TestPutGet(t *testing.T)      { testRole(t, "putget") }
-func TestPutGetNBI(t *testing.T)   { testRole(t, "nbi") }
-func TestStrided(t *testing.T)     { testRole(t, "strided") }
-func TestPutSignal(t *testing.T)   { testRole(t, "putsignal") }
-func TestAtomics(t *testing.T)     { testRole(t, "amo") }
-func TestFetchAdd(t *testing.T)    { testRole(t, "fadd") }
-func TestWaitUntil(t *testing.T)   { testRole(t, "waituntil") }
-func TestBarrier(t *testing.T)     { testRole(t, "barrier") }
-func TestBroadcast(t *testing.T)   { testRole(t, "broadcast") }
-func TestCollect(t *testing.T)     { testRole(t, "collect") }
-func TestAlltoall(t *testing.T)    { testRole(t, "alltoall") }
-func TestReductions(t *testing.T)  { testRole(t, "reduce") }
-func TestLock(t *testing.T)        { testRole(t, "lock") }
-func TestContexts(t *testing.T)    { testRole(t, "ctx") }
-func TestAllocation(t *testing.T)  { testRole(t, "alloc") }
-func TestErrors(t *testing.T)      { testRole(t, "errors") }
+func TestPutGet(t *testing.T)     { testRole(t, "putget") }
+func TestPutGetNBI(t *testing.T)  { testRole(t, "nbi") }
+func TestStrided(t *testing.T)    { testRole(t, "strided") }
+func TestPutSignal(t *testing.T)  { testRole(t, "putsignal") }
+func TestFence(t *testing.T)      { testRole(t, "fence") }
+func TestAtomics(t *testing.T)    { testRole(t, "amo") }
+func TestFetchAdd(t *testing.T)   { testRole(t, "fadd") }
+func TestWaitUntil(t *testing.T)  { testRole(t, "waituntil") }
+func TestBarrier(t *testing.T)    { testRole(t, "barrier") }
+func TestBroadcast(t *testing.T)  { testRole(t, "broadcast") }
+func TestCollect(t *testing.T)    { testRole(t, "collect") }
+func TestAlltoall(t *testing.T)   { testRole(t, "alltoall") }
+func TestReductions(t *testing.T) { testRole(t, "reduce") }
+func TestLock(t *testing.T)       { testRole(t, "lock") }
+func TestContexts(t *testing.T)   { testRole(t, "ctx") }
+func TestAllocation(t *testing.T) { testRole(t, "alloc") }
+func TestErrors(t *testing.T)     { testRole(t, "errors") }

@@ -2,6 +2,7 @@ package shmem
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -14,6 +15,7 @@ var roles = map[string]func(ctx context.Context, w *World) error{
 	"nbi":       roleNBI,
 	"strided":   roleStrided,
 	"putsignal": rolePutSignal,
+	"fence":     roleFence,
 	"amo":       roleAMO,
 	"fadd":      roleFetchAdd,
 	"waituntil": roleWaitUntil,
@@ -257,7 +259,11 @@ func rolePutSignal(ctx context.Context, w *World) error {
 		if round%2 == 0 {
 			sop, want = SignalAdd, uint64(round+100)+1
 		}
-		if err := PutSignal(ctx, w.Ctx(), data, src, sig, uint64(round+100), sop, right); err != nil {
+		put := PutSignal[uint64]
+		if round > 3 {
+			put = PutSignalNBI[uint64]
+		}
+		if err := put(ctx, w.Ctx(), data, src, sig, uint64(round+100), sop, right); err != nil {
 			return err
 		}
 		if err := WaitUntil(ctx, sig, CmpEQ, want); err != nil {
@@ -268,6 +274,7 @@ func rolePutSignal(ctx context.Context, w *World) error {
 				return fmt.Errorf("round %d: data[%d] = %#x when the signal arrived, want %#x", round, i, got, exp)
 			}
 		}
+		// BarrierAll completes the NBI form before src changes.
 		if err := w.BarrierAll(ctx); err != nil {
 			return err
 		}
@@ -276,4 +283,47 @@ func rolePutSignal(ctx context.Context, w *World) error {
 		return err
 	}
 	return Free(ctx, data)
+}
+
+// roleFence: a long put, Fence, then a flag put to the same PE: the PE that
+// sees the flag sees the data.
+func roleFence(ctx context.Context, w *World) error {
+	me, n := w.MyPE(), w.NPEs()
+	right, left := (me+1)%n, (me+n-1)%n
+	const size = 30000
+	data, err := Calloc[uint32](ctx, w, size)
+	if err != nil {
+		return err
+	}
+	flag, err := Calloc[uint32](ctx, w, 1)
+	if err != nil {
+		return err
+	}
+	src := make([]uint32, size)
+	for round := uint32(1); round <= 5; round++ {
+		for i := range src {
+			src[i] = pattern(me, i) + round
+		}
+		if err := PutNBI(ctx, w.Ctx(), data, src, right); err != nil {
+			return err
+		}
+		if err := w.Fence(ctx); err != nil {
+			return err
+		}
+		if err := P(ctx, w.Ctx(), flag, round, right); err != nil {
+			return err
+		}
+		if err := WaitUntil(ctx, flag, CmpEQ, round); err != nil {
+			return err
+		}
+		for _, i := range []int{0, size / 2, size - 1} {
+			if got, want := data.Local()[i], pattern(left, i)+round; got != want {
+				return fmt.Errorf("round %d: data[%d] = %#x after the flag, want %#x", round, i, got, want)
+			}
+		}
+		if err := w.BarrierAll(ctx); err != nil {
+			return err
+		}
+	}
+	return errors.Join(Free(ctx, flag), Free(ctx, data))
 }

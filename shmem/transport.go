@@ -103,8 +103,8 @@ func openTransport(ctx context.Context, heapSize int) (_ transport, err error) {
 	return t, nil
 }
 
-func (t *ptlTransport) rank() int    { return t.boot.Rank() }
-func (t *ptlTransport) size() int    { return t.boot.Size() }
+func (t *ptlTransport) rank() int       { return t.boot.Rank() }
+func (t *ptlTransport) size() int       { return t.boot.Size() }
 func (t *ptlTransport) heapMem() []byte { return t.heap }
 
 // jobBarrier is the runtime's barrier (used only at startup and shutdown).
