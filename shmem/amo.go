@@ -38,12 +38,13 @@ func fetchOp[T AMOElem](ctx context.Context, name string, c *Ctx, s Sym[T], aop 
 	return old[0], opErr(name, err)
 }
 
-// plainOp runs a non-fetching atomic; it is complete after Quiet.
-func plainOp[T AMOElem](name string, c *Ctx, s Sym[T], aop amoOp, operand T, pe int) error {
+// plainOp runs a non-fetching atomic; it is complete after Quiet. It waits
+// (bounded by ctx) only while the context has too many operations in flight.
+func plainOp[T AMOElem](ctx context.Context, name string, c *Ctx, s Sym[T], aop amoOp, operand T, pe int) error {
 	if err := checkAMO(c, s, pe); err != nil {
 		return opErr(name, err)
 	}
-	return opErr(name, c.d.atomic(pe, s.off, aop, one(operand)))
+	return opErr(name, c.d.atomic(ctx, pe, s.off, aop, one(operand)))
 }
 
 // AtomicFetch returns the value of the first element of s at pe
@@ -92,13 +93,13 @@ func AtomicFetchInc[T AMOElem](ctx context.Context, c *Ctx, s Sym[T], pe int) (T
 }
 
 // AtomicAdd adds v to the first element of s at pe (shmem_atomic_add).
-func AtomicAdd[T AMOElem](c *Ctx, s Sym[T], v T, pe int) error {
-	return plainOp("shmem_atomic_add", c, s, amoSum, v, pe)
+func AtomicAdd[T AMOElem](ctx context.Context, c *Ctx, s Sym[T], v T, pe int) error {
+	return plainOp(ctx, "shmem_atomic_add", c, s, amoSum, v, pe)
 }
 
 // AtomicInc adds one (shmem_atomic_inc).
-func AtomicInc[T AMOElem](c *Ctx, s Sym[T], pe int) error {
-	return plainOp("shmem_atomic_inc", c, s, amoSum, 1, pe)
+func AtomicInc[T AMOElem](ctx context.Context, c *Ctx, s Sym[T], pe int) error {
+	return plainOp(ctx, "shmem_atomic_inc", c, s, amoSum, 1, pe)
 }
 
 // AtomicFetchAnd ands v into the first element of s at pe and returns the old
@@ -108,8 +109,8 @@ func AtomicFetchAnd[T AMOElem](ctx context.Context, c *Ctx, s Sym[T], v T, pe in
 }
 
 // AtomicAnd ands v into the first element of s at pe (shmem_atomic_and).
-func AtomicAnd[T AMOElem](c *Ctx, s Sym[T], v T, pe int) error {
-	return plainOp("shmem_atomic_and", c, s, amoBAnd, v, pe)
+func AtomicAnd[T AMOElem](ctx context.Context, c *Ctx, s Sym[T], v T, pe int) error {
+	return plainOp(ctx, "shmem_atomic_and", c, s, amoBAnd, v, pe)
 }
 
 // AtomicFetchOr ors v into the first element of s at pe and returns the old
@@ -119,8 +120,8 @@ func AtomicFetchOr[T AMOElem](ctx context.Context, c *Ctx, s Sym[T], v T, pe int
 }
 
 // AtomicOr ors v into the first element of s at pe (shmem_atomic_or).
-func AtomicOr[T AMOElem](c *Ctx, s Sym[T], v T, pe int) error {
-	return plainOp("shmem_atomic_or", c, s, amoBOr, v, pe)
+func AtomicOr[T AMOElem](ctx context.Context, c *Ctx, s Sym[T], v T, pe int) error {
+	return plainOp(ctx, "shmem_atomic_or", c, s, amoBOr, v, pe)
 }
 
 // AtomicFetchXor xors v into the first element of s at pe and returns the old
@@ -130,6 +131,6 @@ func AtomicFetchXor[T AMOElem](ctx context.Context, c *Ctx, s Sym[T], v T, pe in
 }
 
 // AtomicXor xors v into the first element of s at pe (shmem_atomic_xor).
-func AtomicXor[T AMOElem](c *Ctx, s Sym[T], v T, pe int) error {
-	return plainOp("shmem_atomic_xor", c, s, amoBXor, v, pe)
+func AtomicXor[T AMOElem](ctx context.Context, c *Ctx, s Sym[T], v T, pe int) error {
+	return plainOp(ctx, "shmem_atomic_xor", c, s, amoBXor, v, pe)
 }

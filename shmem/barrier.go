@@ -19,7 +19,7 @@ func (w *World) syncAll(ctx context.Context) error {
 	flags := Sym[uint64]{w: w, off: w.psync, n: maxBarrierRounds}
 	for k, dist := 0, 1; dist < w.n; k, dist = k+1, dist*2 {
 		to := (w.me + dist) % w.n
-		if err := w.coll.d.atomic(to, w.psync+uint64(8*k), amoSum, one(uint64(1))); err != nil {
+		if err := w.coll.d.atomic(ctx, to, w.psync+uint64(8*k), amoSum, one(uint64(1))); err != nil {
 			return err
 		}
 		flag := flags.At(k)

@@ -188,5 +188,5 @@ func putSignal[T Elem](ctx context.Context, op string, c *Ctx, dst Sym[T], src [
 	if sop == SignalSet {
 		return opErr(op, c.d.put(ctx, pe, sig.off, bytesOf(v[:]), false))
 	}
-	return opErr(op, c.d.atomic(pe, sig.off, amoSum, bytesOf(v[:])))
+	return opErr(op, c.d.atomic(ctx, pe, sig.off, amoSum, bytesOf(v[:])))
 }

@@ -53,31 +53,31 @@ func amoSequence[T AMOElem](ctx context.Context, w *World) error {
 	old, err = AtomicFetchAdd(ctx, c, x, 5, right)
 	errs = append(errs, err, step("fetch_add", old, cur))
 	cur += 5
-	errs = append(errs, AtomicAdd(c, x, 5, right))
+	errs = append(errs, AtomicAdd(ctx, c, x, 5, right))
 	cur += 5
 	errs = append(errs, check("add"))
 	old, err = AtomicFetchInc(ctx, c, x, right)
 	errs = append(errs, err, step("fetch_inc", old, cur))
 	cur++
-	errs = append(errs, AtomicInc(c, x, right))
+	errs = append(errs, AtomicInc(ctx, c, x, right))
 	cur++
 	errs = append(errs, check("inc"))
 	old, err = AtomicFetchAnd(ctx, c, x, 0b1010, right)
 	errs = append(errs, err, step("fetch_and", old, cur))
 	cur &= 0b1010
-	errs = append(errs, AtomicAnd(c, x, 0b0110, right))
+	errs = append(errs, AtomicAnd(ctx, c, x, 0b0110, right))
 	cur &= 0b0110
 	errs = append(errs, check("and"))
 	old, err = AtomicFetchOr(ctx, c, x, 0b1000, right)
 	errs = append(errs, err, step("fetch_or", old, cur))
 	cur |= 0b1000
-	errs = append(errs, AtomicOr(c, x, 1, right))
+	errs = append(errs, AtomicOr(ctx, c, x, 1, right))
 	cur |= 1
 	errs = append(errs, check("or"))
 	old, err = AtomicFetchXor(ctx, c, x, 0xff, right)
 	errs = append(errs, err, step("fetch_xor", old, cur))
 	cur ^= 0xff
-	errs = append(errs, AtomicXor(c, x, 0xf, right))
+	errs = append(errs, AtomicXor(ctx, c, x, 0xf, right))
 	cur ^= 0xf
 	errs = append(errs, check("xor"))
 	var big T = 300
@@ -140,7 +140,7 @@ func roleFetchAdd(ctx context.Context, w *World) error {
 		}
 		prev = v
 		sums.Local()[0] += v
-		if err := AtomicAdd(w.Ctx(), ctr32, uint32(me+1), n-1); err != nil {
+		if err := AtomicAdd(ctx, w.Ctx(), ctr32, uint32(me+1), n-1); err != nil {
 			return err
 		}
 	}
@@ -223,7 +223,7 @@ func roleWaitUntil(ctx context.Context, w *World) error {
 		return err
 	}
 	for i := 1; i < n; i++ {
-		if err := AtomicInc(w.Ctx(), cnt, (me+i)%n); err != nil {
+		if err := AtomicInc(ctx, w.Ctx(), cnt, (me+i)%n); err != nil {
 			return err
 		}
 	}
@@ -263,7 +263,7 @@ func roleBarrier(ctx context.Context, w *World) error {
 		return err
 	}
 	for k := 0; k < 40; k++ {
-		if err := AtomicInc(w.Ctx(), ctr, 0); err != nil {
+		if err := AtomicInc(ctx, w.Ctx(), ctr, 0); err != nil {
 			return err
 		}
 		if err := w.BarrierAll(ctx); err != nil {

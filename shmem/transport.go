@@ -192,8 +192,9 @@ type ptlDomain struct {
 
 	smu sync.Mutex // scratch and result buffers
 
-	hmu  sync.Mutex
-	held []*portals.MD // per-operation descriptors awaiting completion
+	hmu   sync.Mutex
+	held  []*portals.MD // per-operation descriptors awaiting completion
+	nheld atomic.Int32  // len(held), read without hmu
 }
 
 // scratchSize holds the operand of any atomic (two 8-byte values) and any
@@ -256,6 +257,9 @@ func (d *ptlDomain) put(ctx context.Context, pe int, roff uint64, src []byte, nb
 	n := uint64(len(src))
 	if n == 0 {
 		return nil
+	}
+	if err := d.throttle(ctx); err != nil {
+		return err
 	}
 	tg := target(pe)
 	if off, ok := d.t.inHeap(src); ok {
@@ -361,7 +365,10 @@ func ptlType(size int) portals.AtomicType {
 }
 
 // atomic applies op with operand at roff in pe's heap without fetching.
-func (d *ptlDomain) atomic(pe int, roff uint64, op amoOp, operand []byte) error {
+func (d *ptlDomain) atomic(ctx context.Context, pe int, roff uint64, op amoOp, operand []byte) error {
+	if err := d.throttle(ctx); err != nil {
+		return err
+	}
 	d.smu.Lock()
 	defer d.smu.Unlock()
 	copy(d.scratch, operand)
@@ -402,10 +409,38 @@ func (d *ptlDomain) fetchAtomic(ctx context.Context, pe int, roff uint64, op amo
 	return nil
 }
 
+// window bounds the puts and atomics of a domain that may be in flight: past
+// it, the issuer waits on the put counter for half of them to complete. The
+// wait runs the engine on the issuing goroutine (receiving the acknowledgments
+// and the peer's requests), rather than leaving a full send queue to the
+// progress goroutine; and the operations in flight stay bounded.
+const window = 128
+
+// throttle waits, when window operations are in flight, until at most
+// window/2 are.
+func (d *ptlDomain) throttle(ctx context.Context) error {
+	issued := d.puts.Load()
+	if issued < window {
+		return nil
+	}
+	v, err := d.putCT.Get()
+	if err != nil {
+		return err
+	}
+	if v.Success+v.Failure+window > issued {
+		return nil
+	}
+	// CT.Wait returns early once any failure is counted: ask only for the
+	// successes still possible; the failure is reported by the next quiet.
+	_, err = d.putCT.Wait(ctx, issued-window/2-v.Failure)
+	return err
+}
+
 // hold keeps a per-operation descriptor until its operation completed.
 func (d *ptlDomain) hold(m *portals.MD) {
 	d.hmu.Lock()
 	d.held = append(d.held, m)
+	d.nheld.Store(int32(len(d.held)))
 	d.hmu.Unlock()
 }
 
@@ -455,7 +490,7 @@ func (d *ptlDomain) quiet(ctx context.Context) error {
 // waitDone releases held descriptors whose operations are complete (all of
 // them, once both counters caught up) after a successful wait.
 func (d *ptlDomain) waitDone(err error) error {
-	if err != nil {
+	if err != nil || d.nheld.Load() == 0 {
 		return err
 	}
 	pv, _ := d.putCT.Get()
@@ -466,6 +501,7 @@ func (d *ptlDomain) waitDone(err error) error {
 	d.hmu.Lock()
 	held := d.held
 	d.held = nil
+	d.nheld.Store(0)
 	d.hmu.Unlock()
 	var keep []*portals.MD
 	for _, m := range held {
@@ -476,6 +512,7 @@ func (d *ptlDomain) waitDone(err error) error {
 	if keep != nil {
 		d.hmu.Lock()
 		d.held = append(d.held, keep...)
+		d.nheld.Store(int32(len(d.held)))
 		d.hmu.Unlock()
 	}
 	return nil
@@ -486,6 +523,7 @@ func (d *ptlDomain) close() error {
 	d.hmu.Lock()
 	held := d.held
 	d.held = nil
+	d.nheld.Store(0)
 	d.hmu.Unlock()
 	var errs []error
 	for _, m := range held {

@@ -31,7 +31,7 @@ type domain interface {
 	// get reads len(dst) bytes from roff at pe; nbi false returns when dst holds them.
 	get(ctx context.Context, pe int, roff uint64, dst []byte, nbi bool) error
 	// atomic applies op with operand (4 or 8 bytes) at roff at pe, without fetching.
-	atomic(pe int, roff uint64, op amoOp, operand []byte) error
+	atomic(ctx context.Context, pe int, roff uint64, op amoOp, operand []byte) error
 	// fetchAtomic applies op and returns the old value in result; compare is the
 	// comparison value of amoCSwap.
 	fetchAtomic(ctx context.Context, pe int, roff uint64, op amoOp, operand, compare, result []byte) error

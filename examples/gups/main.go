@@ -176,7 +176,7 @@ func update(ctx context.Context, w *shmem.World, table shmem.Sym[uint64], words,
 	for i := int64(0); i < n; i++ {
 		ran = next(ran)
 		g := int64(ran & uint64(words-1))
-		if err := shmem.AtomicXor(c, table.At(int(g&(local-1))), ran, int(g>>shift)); err != nil {
+		if err := shmem.AtomicXor(ctx, c, table.At(int(g&(local-1))), ran, int(g>>shift)); err != nil {
 			return err
 		}
 	}

@@ -138,7 +138,7 @@ func bench(ctx context.Context, w *shmem.World, iters, bwIters, size int, out io
 		return err
 	}
 	report("get 8 B (shmem_g)", d, "")
-	d, err = timed(ctx, w, iters, func() error { return shmem.AtomicAdd(c, word, 1, 1) })
+	d, err = timed(ctx, w, iters, func() error { return shmem.AtomicAdd(ctx, c, word, 1, 1) })
 	if err != nil {
 		return err
 	}
