@@ -16,6 +16,7 @@ var roles = map[string]func(ctx context.Context, w *World) error{
 	"strided":   roleStrided,
 	"putsignal": rolePutSignal,
 	"fence":     roleFence,
+	"global":    roleGlobal,
 	"amo":       roleAMO,
 	"fadd":      roleFetchAdd,
 	"waituntil": roleWaitUntil,
@@ -326,4 +327,42 @@ func roleFence(ctx context.Context, w *World) error {
 		}
 	}
 	return errors.Join(Free(ctx, flag), Free(ctx, data))
+}
+
+// testGlobal is a symmetric global: Init allocates it on every PE.
+var testGlobal = NewGlobal[int64](3)
+
+// roleGlobal: a symmetric global starts zeroed, is reachable from other PEs,
+// cannot be freed; one declared after Init is refused.
+func roleGlobal(ctx context.Context, w *World) error {
+	me, n := w.MyPE(), w.NPEs()
+	right, left := (me+1)%n, (me+n-1)%n
+	g := testGlobal.Sym(w)
+	if g.Err() != nil || g.Len() != 3 {
+		return fmt.Errorf("global: %v, %d elements", g.Err(), g.Len())
+	}
+	if g.Local()[2] != 0 {
+		return fmt.Errorf("global not zeroed: %v", g.Local())
+	}
+	if err := Put(ctx, w.Ctx(), g, []int64{int64(me), 7, int64(-me)}, right); err != nil {
+		return err
+	}
+	if err := w.BarrierAll(ctx); err != nil {
+		return err
+	}
+	if got := g.Local(); got[0] != int64(left) || got[1] != 7 || got[2] != int64(-left) {
+		return fmt.Errorf("global after the put: %v", got)
+	}
+	if err := Free(ctx, g); !errors.Is(err, ErrInvalidArg) {
+		return fmt.Errorf("Free of a global: %v", err)
+	}
+	late := NewGlobal[int32](1)
+	if err := P(ctx, w.Ctx(), late.Sym(w), 1, right); !errors.Is(err, ErrOutOfRange) {
+		return fmt.Errorf("global declared after Init: %v", err)
+	}
+	var zero Global[int32]
+	if err := zero.Sym(w).Err(); !errors.Is(err, ErrOutOfRange) {
+		return fmt.Errorf("zero Global: %v", err)
+	}
+	return w.BarrierAll(ctx)
 }

@@ -142,7 +142,7 @@ func Free[T Elem](ctx context.Context, s Sym[T]) error {
 	w.amu.Lock()
 	size, ok := w.alloc.size(s.off)
 	w.amu.Unlock()
-	if !ok || s.off < reserved || size < uint64(s.n*sizeOf[T]()) {
+	if !ok || s.off < reserved || size < uint64(s.n*sizeOf[T]()) || w.globalOffs[s.off] {
 		return opErr(op, errf(ErrInvalidArg, "not an allocated object (offset %d)", s.off))
 	}
 	if err := w.barrierAll(ctx); err != nil {

@@ -35,8 +35,9 @@ type World struct {
 	n    int
 	heap []byte
 
-	amu   sync.Mutex
-	alloc allocator
+	amu        sync.Mutex
+	alloc      allocator
+	globalOffs map[uint64]bool // offsets of the symmetric globals (never freed)
 
 	def  *Ctx // the default context
 	coll *Ctx // the context of the library's own collectives
@@ -81,10 +82,14 @@ func Init(ctx context.Context, opts *Options) (*World, error) {
 	if err != nil {
 		return nil, opErr(op, err)
 	}
-	w := &World{t: t, me: t.rank(), n: t.size(), heap: t.heapMem(), ctxs: map[*Ctx]struct{}{}}
+	w := &World{t: t, me: t.rank(), n: t.size(), heap: t.heapMem(), ctxs: map[*Ctx]struct{}{}, globalOffs: map[uint64]bool{}}
 	w.alloc.init(uint64(len(w.heap)))
 	w.psync, _ = w.alloc.allocate(reserved, 8)
-	if w.def, err = w.newCtx(0); err == nil {
+	err = w.allocGlobals()
+	if err == nil {
+		w.def, err = w.newCtx(0)
+	}
+	if err == nil {
 		w.coll, err = w.newCtx(0)
 	}
 	if err != nil {
