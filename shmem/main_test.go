@@ -137,6 +137,7 @@ func TestPutGetNBI(t *testing.T)  { testRole(t, "nbi") }
 func TestStrided(t *testing.T)    { testRole(t, "strided") }
 func TestPutSignal(t *testing.T)  { testRole(t, "putsignal") }
 func TestFence(t *testing.T)      { testRole(t, "fence") }
+func TestGlobal(t *testing.T)     { testRole(t, "global") }
 func TestAtomics(t *testing.T)    { testRole(t, "amo") }
 func TestFetchAdd(t *testing.T)   { testRole(t, "fadd") }
 func TestWaitUntil(t *testing.T)  { testRole(t, "waituntil") }

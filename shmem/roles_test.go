@@ -344,6 +344,10 @@ func roleGlobal(ctx context.Context, w *World) error {
 	if g.Local()[2] != 0 {
 		return fmt.Errorf("global not zeroed: %v", g.Local())
 	}
+	// Every PE looked at its zeroed copy before anyone writes.
+	if err := w.SyncAll(ctx); err != nil {
+		return err
+	}
 	if err := Put(ctx, w.Ctx(), g, []int64{int64(me), 7, int64(-me)}, right); err != nil {
 		return err
 	}
