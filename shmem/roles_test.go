@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
+	"syscall"
+	"time"
 )
 
 // roles are what the PEs of a multi-PE test do; each returns nil when every
@@ -17,6 +20,7 @@ var roles = map[string]func(ctx context.Context, w *World) error{
 	"putsignal": rolePutSignal,
 	"fence":     roleFence,
 	"global":    roleGlobal,
+	"deadpe":    roleDeadPE,
 	"amo":       roleAMO,
 	"fadd":      roleFetchAdd,
 	"waituntil": roleWaitUntil,
@@ -369,4 +373,49 @@ func roleGlobal(ctx context.Context, w *World) error {
 		return fmt.Errorf("zero Global: %v", err)
 	}
 	return w.BarrierAll(ctx)
+}
+
+// closeMayFail marks roles in which a PE leaves without Close.
+var closeMayFail = map[string]bool{"deadpe": true}
+
+// roleDeadPE: PE 1 leaves without Close; PE 0's operations to it then fail
+// with ErrRemote (or a transport error) instead of hanging, and a wait for a
+// word it would have written ends with its context.
+func roleDeadPE(ctx context.Context, w *World) error {
+	buf, err := Calloc[uint64](ctx, w, 4096)
+	if err != nil {
+		return err
+	}
+	if w.MyPE() == 1 {
+		fmt.Println("deadpe ok")
+		os.Stdout.Sync()
+		// syscall.Exit, not os.Exit: no deferred work, no finalization, as a
+		// crash would leave.
+		syscall.Exit(0)
+	}
+	src := make([]uint64, 4096)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		perr := Put(ctx, w.Ctx(), buf, src, 1)
+		if perr == nil {
+			perr = w.Quiet(ctx)
+		}
+		if perr != nil {
+			if errors.Is(perr, context.DeadlineExceeded) || errors.Is(perr, context.Canceled) {
+				return fmt.Errorf("put to a dead PE waited for its context: %w", perr)
+			}
+			fmt.Println("put to the dead PE:", perr)
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("puts to a dead PE kept succeeding")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := WaitUntil(short, buf, CmpEQ, 1); !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("wait for a dead PE's write: %v", err)
+	}
+	return nil
 }

@@ -123,7 +123,16 @@ func (t *ptlTransport) targetCount() (uint64, error) {
 func (t *ptlTransport) waitTarget(ctx context.Context, seen uint64, d time.Duration) error {
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	v, err := t.tct.Wait(wctx, seen+1)
+	v, err := t.tct.Get()
+	if err == nil && v.Failure > 0 {
+		// A failed remote access was counted: the counter's wait returns at
+		// once from now on, so poll politely (the progress goroutine runs the
+		// engine meanwhile).
+		return sleepCtx(wctx, failedPoll)
+	}
+	if err == nil {
+		_, err = t.tct.Wait(wctx, seen+1)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -133,8 +142,20 @@ func (t *ptlTransport) waitTarget(ctx context.Context, seen uint64, d time.Durat
 		}
 		return err
 	}
-	if v.Success+v.Failure <= seen {
-		return nil // a failure was counted earlier: re-check
+	return nil
+}
+
+// failedPoll is how often a wait looks again once its counter holds a failure.
+const failedPoll = 20 * time.Microsecond
+
+// sleepCtx sleeps for d or until ctx ends (nil when the time passed or ctx
+// ended; the caller looks at ctx).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 	return nil
 }
@@ -430,10 +451,22 @@ func (d *ptlDomain) throttle(ctx context.Context) error {
 	if v.Success+v.Failure+window > issued {
 		return nil
 	}
-	// CT.Wait returns early once any failure is counted: ask only for the
-	// successes still possible; the failure is reported by the next quiet.
-	_, err = d.putCT.Wait(ctx, issued-window/2-v.Failure)
-	return err
+	for v.Success+v.Failure+window/2 < issued {
+		// The failure, if any, is reported by the next quiet.
+		if v.Failure > 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			sleepCtx(ctx, failedPoll)
+			v, err = d.putCT.Get()
+		} else {
+			v, err = d.putCT.Wait(ctx, issued-window/2)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // hold keeps a per-operation descriptor until its operation completed.
@@ -455,9 +488,17 @@ func waitCT(ctx context.Context, ct *portals.CT, issued, reported *atomic.Uint64
 			return err
 		}
 		for v.Success+v.Failure < want {
-			// CT.Wait returns early once any failure is counted: ask only for the
-			// successes still possible.
-			if v, err = ct.Wait(ctx, want-v.Failure); err != nil {
+			if v.Failure > 0 {
+				// CT.Wait returns at once while a failure is counted: poll.
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				sleepCtx(ctx, failedPoll)
+				v, err = ct.Get()
+			} else {
+				v, err = ct.Wait(ctx, want)
+			}
+			if err != nil {
 				return err
 			}
 		}
