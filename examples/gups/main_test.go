@@ -78,7 +78,7 @@ func runJob(t *testing.T, n int, argv ...string) string {
 func TestGUPS(t *testing.T) {
 	bin := buildExample(t, "gups")
 	for _, n := range []int{1, 2, 4} {
-		out := runJob(t, n, bin, "-m", "1048576", "-n", "20000")
+		out := runJob(t, n, bin, "-m", "1048576", "-n", "5000")
 		if !strings.Contains(out, "verification: 0 errors in 131072 words: PASSED") {
 			t.Errorf("%d PEs: no passing verification:\n%s", n, out)
 		}
