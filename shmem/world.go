@@ -199,12 +199,16 @@ func (w *World) Close(ctx context.Context) error {
 	return opErr(op, errors.Join(qerr, berr, cerr, terr))
 }
 
-// quietAll quiets every live context.
+// quietAll quiets every live context of the program.
 func (w *World) quietAll(ctx context.Context) error {
 	w.cmu.Lock()
 	all := make([]*Ctx, 0, len(w.ctxs))
 	for c := range w.ctxs {
-		all = append(all, c)
+		// The library's own context completes its collectives' transfers
+		// itself; its barrier signals need no completion.
+		if c != w.coll {
+			all = append(all, c)
+		}
 	}
 	w.cmu.Unlock()
 	var errs []error
