@@ -32,11 +32,16 @@
 // entry over the whole symmetric heap (puts and gets allowed, link and success
 // events disabled, operations counted on a target counter that waits sleep
 // on); a remote address is an offset in the heap; per context, counted ACKs of
-// puts and atomics on one counter and counted replies of gets and fetching
-// atomics on another, and quiet waits for both to reach the number issued,
-// failing when a failure was counted. Small puts and atomic operands go
-// through a volatile descriptor, so they return at once. All use of package
-// portals and of the job runtime is in transport.go.
+// puts on one counter and counted replies of gets and fetching atomics on
+// another, and quiet waits for both to reach the number issued, failing when a
+// failure was counted. Small puts and atomic operands go through a volatile
+// descriptor, so they return at once. Unlike SOS, non-fetching atomics ask for
+// no acknowledgment: quiet completes them with a one-word get from each PE
+// that received some (the engine answers an initiator's requests in order).
+// A context bounds the operations it has in flight; past the bound the
+// issuing goroutine waits, running the engine itself. Symmetric globals
+// (NewGlobal) stand in for OpenSHMEM's symmetric data segment. All use of
+// package portals and of the job runtime is in transport.go.
 //
 // This package imports portals, md and internal/bootstrap (in transport.go
 // only); nothing in the module below it imports shmem.
