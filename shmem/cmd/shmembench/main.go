@@ -27,20 +27,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 	iters := fs.Int("iters", 20000, "iterations of each latency test")
 	bwIters := fs.Int("bw-iters", 400, "transfers of each bandwidth test")
 	size := fs.Int("size", 1<<20, "bytes per bandwidth transfer")
+	gupsBytes := fs.Int("gups-m", 1<<26, "random access: bytes in the whole table (a power of two)")
+	gupsN := fs.Int("gups-n", 1000000, "random access: updates per PE (0: skip)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *iters <= 0 || *bwIters <= 0 || *size <= 0 {
-		fmt.Fprintln(stderr, "shmembench: -iters, -bw-iters and -size must be positive")
+	if *iters <= 0 || *bwIters <= 0 || *size <= 0 || *gupsN < 0 || *gupsBytes < 64 || *gupsBytes&(*gupsBytes-1) != 0 {
+		fmt.Fprintln(stderr, "shmembench: -iters, -bw-iters and -size must be positive, -gups-n not negative, -gups-m a power of two of at least 64")
 		return 2
 	}
 	ctx := context.Background()
-	w, err := shmem.Init(ctx, &shmem.Options{HeapSize: 2**size + 1<<20})
+	w, err := shmem.Init(ctx, &shmem.Options{HeapSize: 2**size + *gupsBytes + 1<<20})
 	if err != nil {
 		fmt.Fprintln(stderr, "shmembench:", err)
 		return 1
 	}
 	err = bench(ctx, w, *iters, *bwIters, *size, stdout)
+	if err == nil && *gupsN > 0 {
+		err = randomAccess(ctx, w, *gupsBytes, *gupsN, stdout)
+	}
 	err = errors.Join(err, w.Close(ctx))
 	if err != nil {
 		fmt.Fprintf(stderr, "shmembench: PE %d: %v\n", w.MyPE(), err)
@@ -176,4 +181,50 @@ func bench(ctx context.Context, w *shmem.World, iters, bwIters, size int, out io
 	}
 	report(fmt.Sprintf("get %d B into Go memory", size), d, bw(d))
 	return errors.Join(shmem.Free(ctx, src), shmem.Free(ctx, buf), shmem.Free(ctx, word))
+}
+
+// randomAccess times GUPS-style updates: every PE XORs a pseudo-random value
+// into a pseudo-random word of a table spread over all PEs (the HPCC
+// RandomAccess generator, as examples/gups), with non-fetching atomics.
+func randomAccess(ctx context.Context, w *shmem.World, tableBytes, n int, out io.Writer) error {
+	npes := w.NPEs()
+	words := tableBytes / 8
+	if npes&(npes-1) != 0 || words < npes {
+		return fmt.Errorf("random access needs a power-of-two PE count no larger than the table")
+	}
+	local := words / npes
+	shift := 0
+	for 1<<shift < local {
+		shift++
+	}
+	table, err := shmem.Calloc[uint64](ctx, w, local)
+	if err != nil {
+		return err
+	}
+	c := w.Ctx()
+	ran := uint64(w.MyPE())*0x9e3779b97f4a7c15 | 1
+	if err := w.BarrierAll(ctx); err != nil {
+		return err
+	}
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if int64(ran) < 0 {
+			ran = ran<<1 ^ 7
+		} else {
+			ran <<= 1
+		}
+		g := int(ran & uint64(words-1))
+		if err := shmem.AtomicXor(ctx, c, table.At(g&(local-1)), ran, g>>shift); err != nil {
+			return err
+		}
+	}
+	if err := w.BarrierAll(ctx); err != nil {
+		return err
+	}
+	d := time.Since(start)
+	if w.MyPE() == 0 {
+		fmt.Fprintf(out, "%-28s %9.6f GUP/s  (%d updates per PE, %d-byte table, %.3f s)\n", "random access (GUPS)",
+			float64(n*npes)/d.Seconds()/1e9, n, tableBytes, d.Seconds())
+	}
+	return shmem.Free(ctx, table)
 }
