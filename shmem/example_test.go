@@ -21,7 +21,7 @@ func Example() {
 	me, n := w.MyPE(), w.NPEs()
 	right := (me + 1) % n
 
-	box, _ := shmem.Calloc[int64](ctx, w, 4)     // same offset on every PE
+	box, _ := shmem.Calloc[int64](ctx, w, 4)      // same offset on every PE
 	counter, _ := shmem.Calloc[uint64](ctx, w, 1) // lives on PE 0
 
 	// Put four values into the right neighbour's box, and count at PE 0.

@@ -190,3 +190,21 @@ func putSignal[T Elem](ctx context.Context, op string, c *Ctx, dst Sym[T], src [
 	}
 	return opErr(op, c.d.atomic(ctx, pe, sig.off, amoSum, bytesOf(v[:])))
 }
+
+// SignalFetch returns the local value of the signal word sig
+// (shmem_signal_fetch).
+func SignalFetch(sig Sym[uint64]) (uint64, error) {
+	if err := checkWait(sig, CmpEQ); err != nil || sig.n == 0 {
+		return 0, opErr("shmem_signal_fetch", orEmpty(err, sig.n))
+	}
+	return uint64(load(sig, 0)), nil
+}
+
+// SignalWaitUntil waits until the signal word sig satisfies cmp against
+// value and returns its value then (shmem_signal_wait_until).
+func SignalWaitUntil(ctx context.Context, sig Sym[uint64], cmp Cmp, value uint64) (uint64, error) {
+	if err := WaitUntil(ctx, sig, cmp, value); err != nil {
+		return 0, opErr("shmem_signal_wait_until", err)
+	}
+	return uint64(load(sig, 0)), nil
+}

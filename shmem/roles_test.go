@@ -271,8 +271,15 @@ func rolePutSignal(ctx context.Context, w *World) error {
 		if err := put(ctx, w.Ctx(), data, src, sig, uint64(round+100), sop, right); err != nil {
 			return err
 		}
-		if err := WaitUntil(ctx, sig, CmpEQ, want); err != nil {
+		got, err := SignalWaitUntil(ctx, sig, CmpGE, want)
+		if err != nil {
 			return err
+		}
+		if got != want {
+			return fmt.Errorf("round %d: signal %d, want %d", round, got, want)
+		}
+		if f, err := SignalFetch(sig); err != nil || f != want {
+			return fmt.Errorf("SignalFetch: %d %v", f, err)
 		}
 		for _, i := range []int{0, size / 2, size - 1} {
 			if got, exp := data.Local()[i], uint64(left<<32|round<<20|i); got != exp {
