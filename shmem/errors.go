@@ -36,6 +36,7 @@ type OpError struct {
 	Err error
 }
 
+// Error returns "op: cause".
 func (e *OpError) Error() string { return e.Op + ": " + e.Err.Error() }
 
 // Unwrap returns the cause.
