@@ -262,13 +262,17 @@ func (t *ptlTransport) newDomain() (_ domain, err error) {
 	if d.heapG, err = t.ni.MDBind(portals.MDSpec{Start: t.heap, Options: get, CT: d.getCT}); err != nil {
 		return nil, err
 	}
-	if d.scrV, err = t.ni.MDBind(portals.MDSpec{Start: d.scratch, Options: put | portals.MDVolatile, CT: d.putCT}); err != nil {
+	// The atomics' and the flushes' descriptors do not say UNORDERED: their
+	// order at the target is what makes a flush complete the atomics.
+	ordered := portals.MDEventCTAck | portals.MDEventSuccessDisable | portals.MDVolatile
+	if d.scrV, err = t.ni.MDBind(portals.MDSpec{Start: d.scratch, Options: ordered, CT: d.putCT}); err != nil {
 		return nil, err
 	}
 	if d.scrG, err = t.ni.MDBind(portals.MDSpec{Start: d.result, Options: get, CT: d.getCT}); err != nil {
 		return nil, err
 	}
-	if d.flushMD, err = t.ni.MDBind(portals.MDSpec{Start: make([]byte, 8*t.size()), Options: get, CT: d.getCT}); err != nil {
+	if d.flushMD, err = t.ni.MDBind(portals.MDSpec{Start: make([]byte, 8*t.size()),
+		Options: portals.MDEventCTReply | portals.MDEventSuccessDisable, CT: d.getCT}); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -289,10 +293,11 @@ func (t *ptlTransport) inHeap(b []byte) (uint64, bool) {
 	return uint64(p - base), true
 }
 
-// put starts a put of src to roff in pe's heap. With wait false it returns once
-// src may be reused only if the transfer is volatile or from the heap;
-// otherwise (nbi) the descriptor is held until the next completion wait.
-// With wait true it returns when src may be reused.
+// put starts a put of src to roff in pe's heap. With nbi false it returns when
+// src may be reused (at once for a volatile transfer). With nbi true a
+// transfer of more than the volatile size must find src unchanged until the
+// next completion wait; from outside the heap, its descriptor is held until
+// then.
 func (d *ptlDomain) put(ctx context.Context, pe int, roff uint64, src []byte, nbi bool) error {
 	n := uint64(len(src))
 	if n == 0 {
