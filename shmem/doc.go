@@ -43,6 +43,13 @@
 // (NewGlobal) stand in for OpenSHMEM's symmetric data segment. All use of
 // package portals and of the job runtime is in transport.go.
 //
+// # Not implemented
+//
+// Teams (every collective runs over all PEs), non-blocking and floating-point
+// atomics, shmem_ptr, the strided collectives (alltoalls) and the active-set
+// forms of the older API; context options are accepted and recorded but every
+// context is safe for concurrent use.
+//
 // This package imports portals, md and internal/bootstrap (in transport.go
 // only); nothing in the module below it imports shmem.
 package shmem
