@@ -1,8 +1,9 @@
 // Command shmembench measures the shmem library between PE 0 and PE 1 of a job
 // started by ptlrun (ptlrun -n 2 shmembench): 8-byte put+quiet latency, 1 MiB
-// put bandwidth, fetch-add and get latency. PE 0 issues; PE 1 waits in a
-// barrier (so its progress runs on its waiting goroutine) and the other PEs, if
-// any, only join the barriers.
+// put bandwidth, fetch-add, get and barrier latency, and a GUPS-style random
+// access rate. PE 0 issues; PE 1 waits in a barrier (so its progress runs on
+// its waiting goroutine) and the other PEs, if any, only join the barriers;
+// every PE takes part in the barrier and random-access tests.
 package main
 
 import (
@@ -143,6 +144,20 @@ func bench(ctx context.Context, w *shmem.World, iters, bwIters, size int, out io
 		return err
 	}
 	report("get 8 B (shmem_g)", d, "")
+	// Every PE runs the barriers (timed reports PE 0's view).
+	bar := func() error { return w.BarrierAll(ctx) }
+	if w.MyPE() != 0 {
+		for i := 0; i < iters/10+iters; i++ {
+			if err := bar(); err != nil {
+				return err
+			}
+		}
+	}
+	d, err = timed(ctx, w, iters, bar)
+	if err != nil {
+		return err
+	}
+	report(fmt.Sprintf("barrier_all (%d PEs)", w.NPEs()), d, "")
 	d, err = timed(ctx, w, iters, func() error { return shmem.AtomicAdd(ctx, c, word, 1, 1) })
 	if err != nil {
 		return err

@@ -60,6 +60,7 @@ func TestBench(t *testing.T) {
 	for _, re := range []string{
 		`(?m)^put 8 B \+ quiet +([0-9.]+) us$`,
 		`(?m)^fetch-add 64-bit +([0-9.]+) us$`,
+		`(?m)^barrier_all \(2 PEs\) +([0-9.]+) us$`,
 		`(?m)^put 65536 B \+ quiet +([0-9.]+) us +[0-9.]+ GB/s$`,
 		`(?m)^random access \(GUPS\) +([0-9.]+) GUP/s`,
 	} {
