@@ -38,6 +38,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,6 +63,9 @@ type ptlTransport struct {
 	le    *portals.LE
 	tct   *portals.CT // target counter of the heap entry
 	maxV  int         // largest volatile (copied at issue) transfer
+	// crowded: more PEs than CPUs, so waits for remote writes sleep instead
+	// of spinning.
+	crowded bool
 }
 
 // openTransport joins the job, initializes the NI and exposes a heap of
@@ -86,6 +90,7 @@ func openTransport(ctx context.Context, heapSize int) (_ transport, err error) {
 		return nil, err
 	}
 	t.maxV = int(t.ni.Limits().MaxVolatileSize)
+	t.crowded = boot.Size() > runtime.NumCPU()
 	if t.alloc, err = md.Alloc(heapSize); err != nil {
 		return nil, err
 	}
@@ -134,10 +139,14 @@ func (t *ptlTransport) waitTarget(ctx context.Context, seen uint64, d time.Durat
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	v, err := t.tct.Get()
-	if err == nil && v.Failure > 0 {
-		// A failed remote access was counted: the counter's wait returns at
-		// once from now on, so poll politely (the progress goroutine runs the
-		// engine meanwhile).
+	if err == nil && (v.Failure > 0 || t.crowded) {
+		// A failed remote access was counted (the counter's wait returns at
+		// once from now on), or there are more PEs than CPUs (a spinning wait
+		// would keep the PE it waits for off the CPU): poll politely; the
+		// progress goroutine runs the engine meanwhile.
+		if v.Success+v.Failure > seen {
+			return nil
+		}
 		return sleepCtx(wctx, failedPoll)
 	}
 	if err == nil {
