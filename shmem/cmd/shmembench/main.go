@@ -1,0 +1,245 @@
+// Command shmembench measures the shmem library between PE 0 and PE 1 of a job
+// started by ptlrun (ptlrun -n 2 shmembench): 8-byte put+quiet latency, 1 MiB
+// put bandwidth, fetch-add, get and barrier latency, and a GUPS-style random
+// access rate. PE 0 issues; PE 1 waits in a barrier (so its progress runs on
+// its waiting goroutine) and the other PEs, if any, only join the barriers;
+// every PE takes part in the barrier and random-access tests.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/goportals/goportals/shmem"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("shmembench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	iters := fs.Int("iters", 20000, "iterations of each latency test")
+	bwIters := fs.Int("bw-iters", 400, "transfers of each bandwidth test")
+	size := fs.Int("size", 1<<20, "bytes per bandwidth transfer")
+	gupsBytes := fs.Int("gups-m", 1<<26, "random access: bytes in the whole table (a power of two)")
+	gupsN := fs.Int("gups-n", 1000000, "random access: updates per PE (0: skip)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *iters <= 0 || *bwIters <= 0 || *size <= 0 || *gupsN < 0 || *gupsBytes < 64 || *gupsBytes&(*gupsBytes-1) != 0 {
+		fmt.Fprintln(stderr, "shmembench: -iters, -bw-iters and -size must be positive, -gups-n not negative, -gups-m a power of two of at least 64")
+		return 2
+	}
+	ctx := context.Background()
+	w, err := shmem.Init(ctx, &shmem.Options{HeapSize: 2**size + *gupsBytes + 1<<20})
+	if err != nil {
+		fmt.Fprintln(stderr, "shmembench:", err)
+		return 1
+	}
+	err = bench(ctx, w, *iters, *bwIters, *size, stdout)
+	if err == nil && *gupsN > 0 {
+		err = randomAccess(ctx, w, *gupsBytes, *gupsN, stdout)
+	}
+	err = errors.Join(err, w.Close(ctx))
+	if err != nil {
+		fmt.Fprintf(stderr, "shmembench: PE %d: %v\n", w.MyPE(), err)
+		return 1
+	}
+	return 0
+}
+
+// timed runs f n times on PE 0 (after a warm-up of n/10) between barriers and
+// returns the time per call.
+func timed(ctx context.Context, w *shmem.World, n int, f func() error) (time.Duration, error) {
+	return timedThen(ctx, w, n, f, nil)
+}
+
+// timedThen is timed with finish (if not nil) run once after the n calls,
+// inside the measured time.
+func timedThen(ctx context.Context, w *shmem.World, n int, f, finish func() error) (time.Duration, error) {
+	if err := w.BarrierAll(ctx); err != nil {
+		return 0, err
+	}
+	var per time.Duration
+	if w.MyPE() == 0 {
+		for i := 0; i < n/10; i++ {
+			if err := f(); err != nil {
+				return 0, err
+			}
+		}
+		if finish != nil {
+			if err := finish(); err != nil {
+				return 0, err
+			}
+		}
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			if err := f(); err != nil {
+				return 0, err
+			}
+		}
+		if finish != nil {
+			if err := finish(); err != nil {
+				return 0, err
+			}
+		}
+		per = time.Since(start) / time.Duration(n)
+	}
+	return per, w.BarrierAll(ctx)
+}
+
+func bench(ctx context.Context, w *shmem.World, iters, bwIters, size int, out io.Writer) error {
+	if w.NPEs() < 2 {
+		return fmt.Errorf("needs at least 2 PEs, have %d", w.NPEs())
+	}
+	c := w.Ctx()
+	word, err := shmem.Calloc[uint64](ctx, w, 1)
+	if err != nil {
+		return err
+	}
+	buf, err := shmem.Calloc[byte](ctx, w, size)
+	if err != nil {
+		return err
+	}
+	src, err := shmem.Malloc[byte](ctx, w, size)
+	if err != nil {
+		return err
+	}
+	one := []uint64{42}
+	report := func(name string, d time.Duration, extra string) {
+		if w.MyPE() == 0 {
+			fmt.Fprintf(out, "%-28s %9.3f us%s\n", name, float64(d.Nanoseconds())/1e3, extra)
+		}
+	}
+	d, err := timed(ctx, w, iters, func() error {
+		if err := shmem.Put(ctx, c, word, one, 1); err != nil {
+			return err
+		}
+		return c.Quiet(ctx)
+	})
+	if err != nil {
+		return err
+	}
+	report("put 8 B + quiet", d, "")
+	d, err = timed(ctx, w, iters, func() error {
+		_, err := shmem.AtomicFetchAdd(ctx, c, word, 1, 1)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	report("fetch-add 64-bit", d, "")
+	d, err = timed(ctx, w, iters, func() error {
+		_, err := shmem.G(ctx, c, word, 1)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	report("get 8 B (shmem_g)", d, "")
+	// Every PE runs the barriers (timed reports PE 0's view).
+	bar := func() error { return w.BarrierAll(ctx) }
+	if w.MyPE() != 0 {
+		for i := 0; i < iters/10+iters; i++ {
+			if err := bar(); err != nil {
+				return err
+			}
+		}
+	}
+	d, err = timed(ctx, w, iters, bar)
+	if err != nil {
+		return err
+	}
+	report(fmt.Sprintf("barrier_all (%d PEs)", w.NPEs()), d, "")
+	d, err = timed(ctx, w, iters, func() error { return shmem.AtomicAdd(ctx, c, word, 1, 1) })
+	if err != nil {
+		return err
+	}
+	report("atomic add (issue rate)", d, "")
+	if err := w.BarrierAll(ctx); err != nil {
+		return err
+	}
+	bw := func(d time.Duration) string {
+		return fmt.Sprintf("  %8.2f GB/s", float64(size)/d.Seconds()/1e9)
+	}
+	data := src.Local()
+	for i := range data {
+		data[i] = byte(i)
+	}
+	d, err = timedThen(ctx, w, bwIters, func() error { return shmem.PutNBI(ctx, c, buf, data, 1) },
+		func() error { return c.Quiet(ctx) })
+	if err != nil {
+		return err
+	}
+	report(fmt.Sprintf("put_nbi %d B (stream)", size), d, bw(d))
+	d, err = timed(ctx, w, bwIters, func() error {
+		if err := shmem.Put(ctx, c, buf, data, 1); err != nil {
+			return err
+		}
+		return c.Quiet(ctx)
+	})
+	if err != nil {
+		return err
+	}
+	report(fmt.Sprintf("put %d B + quiet", size), d, bw(d))
+	goBuf := make([]byte, size)
+	d, err = timed(ctx, w, bwIters, func() error { return shmem.Get(ctx, c, goBuf, buf, 1) })
+	if err != nil {
+		return err
+	}
+	report(fmt.Sprintf("get %d B into Go memory", size), d, bw(d))
+	return errors.Join(shmem.Free(ctx, src), shmem.Free(ctx, buf), shmem.Free(ctx, word))
+}
+
+// randomAccess times GUPS-style updates: every PE XORs a pseudo-random value
+// into a pseudo-random word of a table spread over all PEs (the HPCC
+// RandomAccess generator, as examples/gups), with non-fetching atomics.
+func randomAccess(ctx context.Context, w *shmem.World, tableBytes, n int, out io.Writer) error {
+	npes := w.NPEs()
+	words := tableBytes / 8
+	if npes&(npes-1) != 0 || words < npes {
+		return fmt.Errorf("random access needs a power-of-two PE count no larger than the table")
+	}
+	local := words / npes
+	shift := 0
+	for 1<<shift < local {
+		shift++
+	}
+	table, err := shmem.Calloc[uint64](ctx, w, local)
+	if err != nil {
+		return err
+	}
+	c := w.Ctx()
+	ran := uint64(w.MyPE())*0x9e3779b97f4a7c15 | 1
+	if err := w.BarrierAll(ctx); err != nil {
+		return err
+	}
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if int64(ran) < 0 {
+			ran = ran<<1 ^ 7
+		} else {
+			ran <<= 1
+		}
+		g := int(ran & uint64(words-1))
+		if err := shmem.AtomicXor(ctx, c, table.At(g&(local-1)), ran, g>>shift); err != nil {
+			return err
+		}
+	}
+	if err := w.BarrierAll(ctx); err != nil {
+		return err
+	}
+	d := time.Since(start)
+	if w.MyPE() == 0 {
+		fmt.Fprintf(out, "%-28s %9.6f GUP/s  (%d updates per PE, %d-byte table, %.3f s)\n", "random access (GUPS)",
+			float64(n*npes)/d.Seconds()/1e9, n, tableBytes, d.Seconds())
+	}
+	return shmem.Free(ctx, table)
+}
