@@ -45,8 +45,8 @@ import (
 	"unsafe"
 
 	"github.com/goportals/goportals/internal/bootstrap"
+	portals "github.com/goportals/goportals/internal/nic"
 	"github.com/goportals/goportals/md"
-	"github.com/goportals/goportals/portals"
 )
 
 // heapPT is the portal table index of the symmetric heap (SOS uses its own
