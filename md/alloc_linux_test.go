@@ -6,7 +6,6 @@ import (
 	"unsafe"
 
 	"github.com/goportals/goportals/driverhooks"
-	"github.com/goportals/goportals/regcache"
 	"golang.org/x/sys/unix"
 )
 
@@ -115,55 +114,4 @@ func remapAt(t *testing.T, at []byte) []byte {
 	}
 	t.Cleanup(func() { unix.MunmapPtr(p, uintptr(n)) })
 	return unsafe.Slice((*byte)(p), n)
-}
-
-func TestAllocFreeDropsCachedPin(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		opts func() regcache.Options
-	}{
-		{"default-notifier", func() regcache.Options { return regcache.Options{} }},
-		{"explicit-only", func() regcache.Options {
-			return regcache.Options{Source: explicitOnly{sub: driverhooks.Default().Subscribe()}}
-		}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			pair := newPair(t, loopbackEnv)
-			r := newRegistry(t, pair.A.PD, c.opts())
-			const n = 64 << 10
-			a, err := Alloc(n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			old := a.Bytes()
-			p, err := r.Pin(a.Memory(), 0, n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			mustRelease(t, p)
-			st := r.Stats()
-			if st.Fallbacks != 0 {
-				t.Skipf("the notifier cannot watch this memory here (%v): the cache does not cache it", driverhooks.DefaultErr())
-			}
-			if st.Misses != 1 || st.Entries != 1 {
-				t.Fatalf("after the first pin: %+v", st)
-			}
-			if err := a.Free(); err != nil {
-				t.Fatal(err)
-			}
-			again := remapAt(t, old)
-			p, err = r.Pin(Bytes(again), 0, n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			mustRelease(t, p)
-			st2 := r.Stats()
-			if st2.Hits != st.Hits || st2.Misses != st.Misses+1 || st2.Invalidations < st.Invalidations+1 {
-				t.Fatalf("a pin of new memory at a freed allocation's address did not miss: before %+v after %+v", st, st2)
-			}
-			if err := r.Close(); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
 }

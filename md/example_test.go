@@ -3,10 +3,7 @@ package md_test
 import (
 	"fmt"
 
-	"github.com/goportals/goportals/internal/verbs"
-	"github.com/goportals/goportals/internal/verbs/loopback"
 	"github.com/goportals/goportals/md"
-	"github.com/goportals/goportals/regcache"
 )
 
 // An iovec memory counts offsets across its pieces.
@@ -32,45 +29,4 @@ func ExampleIovecs() {
 	// md: read [8,+7) outside memory of 11 bytes
 }
 
-// The engine pins a range of bound memory for one operation and hands its SGEs to a
 // work request; the user never sees the keys.
-func ExampleRegistry_Pin() {
-	ctx, err := loopback.Device{}.Open()
-	if err != nil {
-		panic(err)
-	}
-	defer ctx.Close()
-	pd, err := ctx.AllocPD()
-	if err != nil {
-		panic(err)
-	}
-	reg, err := md.NewRegistry(pd, verbs.AccessLocalWrite|verbs.AccessRemoteRead, regcache.Options{})
-	if err != nil {
-		panic(err)
-	}
-	defer reg.Close()
-
-	a, err := md.Alloc(1 << 20)
-	if err != nil {
-		panic(err)
-	}
-	defer a.Free()
-	m, err := md.Iovecs([][]byte{make([]byte, 4096), a.Bytes()})
-	if err != nil {
-		panic(err)
-	}
-
-	p, err := reg.Pin(m, 1000, 10000)
-	if err != nil {
-		panic(err)
-	}
-	sges := p.SGEs(nil)
-	fmt.Println(len(sges), "SGEs,", verbs.TotalLength(sges), "bytes")
-	if err := p.Release(); err != nil {
-		panic(err)
-	}
-	fmt.Println(p.Release())
-	// Output:
-	// 2 SGEs, 10000 bytes
-	// md: not pinned (released twice or never pinned)
-}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/goportals/goportals/regcache"
 	"golang.org/x/sys/unix"
 )
 
@@ -76,61 +75,5 @@ func TestRawReadWriteAllOfMemory(t *testing.T) {
 	sub, _ := Raw(uintptr(a)+4096, 4096)
 	if _, err := sub.ReadAt(got[:8], 0); err != nil || !bytes.Equal(got[:8], pages[4096:4104]) {
 		t.Errorf("read of a sub-range: %v", err)
-	}
-}
-
-func TestRawFaultsAreErrors(t *testing.T) {
-	pages := mapPages(t, 3)
-	a := addrOf(pages)
-	// The middle page is inaccessible, the last read-only.
-	if err := unix.Mprotect(pages[4096:8192], unix.PROT_NONE); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mprotect(pages[8192:], unix.PROT_READ); err != nil {
-		t.Fatal(err)
-	}
-	all, _ := Raw(0, math.MaxUint64)
-	buf := make([]byte, 64)
-	if _, err := all.ReadAt(buf, uint64(a)+4096+8); !errors.Is(err, ErrFault) {
-		t.Errorf("read of an inaccessible page: %v, want ErrFault", err)
-	}
-	if _, err := all.ReadAt(buf, uint64(a)+4096-32); !errors.Is(err, ErrFault) {
-		t.Errorf("read running into an inaccessible page: %v, want ErrFault", err)
-	}
-	if _, err := all.WriteAt(buf, uint64(a)+8192); !errors.Is(err, ErrFault) {
-		t.Errorf("write to a read-only page: %v, want ErrFault", err)
-	}
-	if _, err := all.ReadAt(buf, uint64(a)+8192); err != nil {
-		t.Errorf("read of a read-only page: %v", err)
-	}
-	// Pinning the inaccessible page fails with an error; nothing stays held.
-	pair := newPair(t, loopbackEnv)
-	r := newRegistry(t, pair.A.PD, regcache.Options{})
-	if p, err := r.Pin(all, uint64(a)+4096, 64); err == nil {
-		p.Release()
-		t.Logf("the loopback provider pins without touching the pages")
-	}
-	if r.Outstanding() != 0 {
-		t.Errorf("a failed pin left %d pins", r.Outstanding())
-	}
-}
-
-func TestRawPinOnlyTheTransfer(t *testing.T) {
-	pages := mapPages(t, 4)
-	pair := newPair(t, loopbackEnv)
-	r := newRegistry(t, pair.A.PD, regcache.Options{})
-	all, _ := Raw(0, math.MaxUint64)
-	a := uint64(addrOf(pages))
-	p, err := r.Pin(all, a+100, 5000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mustRelease(t, p)
-	sg := p.SGEs(nil)
-	if len(sg) != 1 || sg[0].Addr != a+100 || sg[0].Length != 5000 || p.Len() != 5000 {
-		t.Errorf("pinned %+v (len %d), want [%#x,+5000)", sg, p.Len(), a+100)
-	}
-	if _, err := r.Pin(all, 0, 8); !errors.Is(err, ErrFault) {
-		t.Errorf("pin at address 0: %v, want ErrFault", err)
 	}
 }

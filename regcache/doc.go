@@ -4,7 +4,7 @@
 // the pages behind a range changed.
 //
 // A Cache[R] is generic over the registration type R and a Registrar[R] that makes
-// and undoes registrations (VerbsRegistrar adapts a verbs protection domain;
+// and undoes registrations (the engine adapts a verbs protection domain;
 // MlockRegistrar pins with mlock). Acquire returns a *Region[R] covering the memory;
 // Release ends the use. Registrations are page-granular and merged: a miss that
 // overlaps cached entries registers their union and retires them. A hit (the page's

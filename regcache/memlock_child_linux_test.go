@@ -137,7 +137,7 @@ func TestSoftProviderUnderLowMemlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pd.Close()
-	c, err := New(VerbsRegistrar(pd, verbs.AccessLocalWrite|verbs.AccessRemoteRead), Options{})
+	c, err := New[verbs.MR](pdRegistrar{pd: pd, access: verbs.AccessLocalWrite | verbs.AccessRemoteRead}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,3 +180,13 @@ func TestSoftProviderUnderLowMemlock(t *testing.T) {
 	}
 	t.Logf("error: %v", err)
 }
+
+// pdRegistrar registers through a verbs protection domain (as the engine's
+// registry does).
+type pdRegistrar struct {
+	pd     verbs.PD
+	access verbs.Access
+}
+
+func (r pdRegistrar) Register(mem []byte) (verbs.MR, error) { return r.pd.RegMR(mem, r.access) }
+func (r pdRegistrar) Deregister(mr verbs.MR) error          { return mr.Dereg() }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/goportals/goportals/driverhooks"
 	"github.com/goportals/goportals/internal/envknob"
+	"github.com/goportals/goportals/internal/mdreg"
 	"github.com/goportals/goportals/internal/verbs"
 	"github.com/goportals/goportals/internal/verbs/soft"
 	"github.com/goportals/goportals/regcache"
@@ -159,7 +160,7 @@ func runChurn(ctx context.Context, cfg config) error {
 			return fmt.Errorf("churn: soft provider: %w", err)
 		}
 		defer pd.Close()
-		reg := regcache.VerbsRegistrar(pd, verbs.AccessLocalWrite|verbs.AccessRemoteRead|verbs.AccessRemoteWrite)
+		reg := mdreg.VerbsRegistrar(pd, verbs.AccessLocalWrite|verbs.AccessRemoteRead|verbs.AccessRemoteWrite)
 		how := "soft, " + dev.PinMethod()
 		// Under a long-term pin madvise must never fail on a cached range.
 		return churnWith(ctx, cfg, notifier, reg, how, dev.PinMethod() == soft.PinIOUring)

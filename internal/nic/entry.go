@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/goportals/goportals/eq"
+	"github.com/goportals/goportals/internal/mdreg"
 	"github.com/goportals/goportals/md"
 	"github.com/goportals/goportals/me"
 )
@@ -50,7 +51,7 @@ type entry struct {
 	mem      md.Memory
 	ct       *CT
 	userPtr  uint64
-	pinned   *md.Pinned
+	pinned   *mdreg.Pinned
 	inflight int // operations moving data into or out of the entry
 }
 

@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/goportals/goportals/internal/mdreg"
 	"github.com/goportals/goportals/internal/verbs"
-	"github.com/goportals/goportals/md"
 	"github.com/goportals/goportals/me"
 	"github.com/goportals/goportals/regcache"
 )
@@ -84,7 +84,7 @@ type NI struct {
 	kickCh   chan struct{}
 	wcs      [32]verbs.WorkCompletion
 	regOnce  sync.Once
-	reg      *md.Registry
+	reg      *mdreg.Registry
 	regErr   error
 
 	stop chan struct{}

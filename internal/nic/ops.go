@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/goportals/goportals/eq"
+	"github.com/goportals/goportals/internal/mdreg"
 	"github.com/goportals/goportals/md"
 )
 
@@ -25,7 +26,7 @@ type initOp struct {
 	hdrData  uint64
 	atomOp   AtomicOp
 	atomType AtomicType
-	pinned   *md.Pinned
+	pinned   *mdreg.Pinned
 	stage    []byte // a long transfer's staging copy (nil: the target uses the descriptor's memory)
 	pr       *peer
 	long     bool
@@ -391,12 +392,12 @@ func (ni *NI) initEvent(o *initOp, m *MD, kind eq.EventKind, fail eq.NIFail, mle
 
 func errorsIsNotSupported(err error) bool { return errors.Is(err, ErrNotSupported) }
 
-func putSeg(b []byte, s md.RemoteSegment) {
+func putSeg(b []byte, s mdreg.RemoteSegment) {
 	le.PutUint64(b, s.Addr)
 	le.PutUint32(b[8:], uint32(s.Len))
 	le.PutUint32(b[12:], s.RKey)
 }
 
-func getSeg(b []byte) md.RemoteSegment {
-	return md.RemoteSegment{Addr: le.Uint64(b), Len: le.Uint32(b[8:]), RKey: le.Uint32(b[12:])}
+func getSeg(b []byte) mdreg.RemoteSegment {
+	return mdreg.RemoteSegment{Addr: le.Uint64(b), Len: le.Uint32(b[8:]), RKey: le.Uint32(b[12:])}
 }

@@ -2,14 +2,15 @@ package nic
 
 import (
 	"context"
-	"github.com/goportals/goportals/internal/envknob"
 	"runtime"
 	"sync/atomic"
 	"time"
 
+	"github.com/goportals/goportals/internal/envknob"
+	"github.com/goportals/goportals/internal/mdreg"
+
 	"github.com/goportals/goportals/eq"
 	"github.com/goportals/goportals/internal/verbs"
-	"github.com/goportals/goportals/md"
 	"github.com/goportals/goportals/regcache"
 )
 
@@ -267,9 +268,9 @@ func (ni *NI) failOp(o *initOp) {
 }
 
 // registry returns the NI's registration registry, made on first use.
-func (ni *NI) registry() (*md.Registry, error) {
+func (ni *NI) registry() (*mdreg.Registry, error) {
 	ni.regOnce.Do(func() {
-		ni.reg, ni.regErr = md.NewRegistry(ni.pd,
+		ni.reg, ni.regErr = mdreg.NewRegistry(ni.pd,
 			verbs.AccessLocalWrite|verbs.AccessRemoteRead|verbs.AccessRemoteWrite, regcache.Options{})
 	})
 	return ni.reg, ni.regErr

@@ -4,8 +4,8 @@ import (
 	"sync/atomic"
 
 	"github.com/goportals/goportals/eq"
+	"github.com/goportals/goportals/internal/mdreg"
 	"github.com/goportals/goportals/internal/verbs"
-	"github.com/goportals/goportals/md"
 	"github.com/goportals/goportals/me"
 )
 
@@ -21,7 +21,7 @@ type targetOp struct {
 	evs     []me.Event
 	pending int
 	fail    eq.NIFail
-	pinned  *md.Pinned
+	pinned  *mdreg.Pinned
 }
 
 // testHoldLong, when set by a test, runs on the progress path once a long transfer

@@ -1,4 +1,4 @@
-package md
+package mdreg
 
 import (
 	"sync/atomic"
@@ -47,6 +47,7 @@ type Pinned struct {
 	r      *Registry // nil for an empty pin
 	pieces []pinPiece
 	inline [2]pinPiece
+	slices [][]byte // scratch of PinInto: the transfer's pieces
 	n      uint64
 	state  atomic.Uint32
 }

@@ -1,4 +1,4 @@
-package md
+package mdreg
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/goportals/goportals/md"
 
 	"github.com/goportals/goportals/regcache"
 )
@@ -19,7 +21,7 @@ func TestPinKeepsGoMemoryAlive(t *testing.T) {
 	p := func() *Pinned {
 		buf := new([1 << 16]byte)
 		runtime.SetFinalizer(buf, func(*[1 << 16]byte) { close(freed) })
-		p, err := r.Pin(Bytes(buf[:]), 100, 1000)
+		p, err := r.Pin(md.Bytes(buf[:]), 100, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +81,7 @@ func TestPinHitKeepsOtherObjectAlive(t *testing.T) {
 		t.Skip("no two 512-byte objects on one page (unexpected allocator layout)")
 	}
 	a := objs[ai]
-	pa, err := r.Pin(Bytes(a[:]), 0, size)
+	pa, err := r.Pin(md.Bytes(a[:]), 0, size)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +91,7 @@ func TestPinHitKeepsOtherObjectAlive(t *testing.T) {
 	}
 	freed := make(chan struct{})
 	runtime.SetFinalizer(objs[bi], func(*[size]byte) { close(freed) })
-	pb, err := r.Pin(Bytes(objs[bi][:]), 0, size)
+	pb, err := r.Pin(md.Bytes(objs[bi][:]), 0, size)
 	if err != nil {
 		t.Fatal(err)
 	}

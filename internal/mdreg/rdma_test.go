@@ -1,10 +1,12 @@
-package md
+package mdreg
 
 import (
 	"bytes"
 	"errors"
 	"testing"
 	"unsafe"
+
+	"github.com/goportals/goportals/md"
 
 	"github.com/goportals/goportals/internal/verbs"
 	"github.com/goportals/goportals/internal/verbs/verbstest"
@@ -60,7 +62,7 @@ func fill(b []byte, seed byte) {
 
 // checkPieces verifies that the SGEs and remote segments of p describe exactly the
 // contiguous pieces of [off, off+n) of m, in order, with the keys of their regions.
-func checkPieces(t *testing.T, m Memory, off, n uint64, p *Pinned) ([]verbs.SGE, []RemoteSegment) {
+func checkPieces(t *testing.T, m md.Memory, off, n uint64, p *Pinned) ([]verbs.SGE, []RemoteSegment) {
 	t.Helper()
 	pieces, err := m.Slices(off, n, nil)
 	if err != nil {
@@ -115,19 +117,19 @@ func roundTrip(t *testing.T, env verbstest.Env, iov [][]byte) {
 	for i, b := range iov {
 		fill(b, byte(i+1))
 	}
-	src, err := Iovecs(iov)
+	src, err := md.Iovecs(iov)
 	if err != nil {
 		t.Fatal(err)
 	}
 	soff, doff := uint64(len(iov[0])-2000), uint64(50)
 	n := src.Len() - soff - 10000
-	alloc, err := Alloc(int(n) + 20000)
+	alloc, err := md.Alloc(int(n) + 20000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer alloc.Free()
 	ab := alloc.Bytes()
-	dst, err := Iovecs([][]byte{ab[:100], ab[100:40000], ab[50000:]})
+	dst, err := md.Iovecs([][]byte{ab[:100], ab[100:40000], ab[50000:]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +175,7 @@ func roundTrip(t *testing.T, env verbstest.Env, iov [][]byte) {
 		t.Fatal(err)
 	}
 	back := make([]byte, n)
-	pb, err := ra.Pin(Bytes(back), 0, n)
+	pb, err := ra.Pin(md.Bytes(back), 0, n)
 	skipMemlock(t, err)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package md
+package mdreg
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/goportals/goportals/internal/verbs"
+	"github.com/goportals/goportals/md"
 	"github.com/goportals/goportals/regcache"
 )
 
@@ -37,7 +38,7 @@ func NewRegistry(pd verbs.PD, access verbs.Access, opts regcache.Options) (*Regi
 	if err := access.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: access %v: %w", ErrBadArgument, access, err)
 	}
-	c, err := regcache.New(regcache.VerbsRegistrar(pd, access), opts)
+	c, err := regcache.New(VerbsRegistrar(pd, access), opts)
 	if err != nil {
 		return nil, fmt.Errorf("md: new registry: %w", err)
 	}
@@ -52,7 +53,7 @@ func NewRegistry(pd verbs.PD, access verbs.Access, opts regcache.Options) (*Regi
 // the pin cache's errors (memory that cannot be pinned under RLIMIT_MEMLOCK even after
 // the cache evicted what it could is a *regcache.MemlockError matching
 // verbs.ErrMemlock); on error nothing stays held.
-func (r *Registry) Pin(m Memory, off, n uint64) (*Pinned, error) {
+func (r *Registry) Pin(m md.Memory, off, n uint64) (*Pinned, error) {
 	p := new(Pinned)
 	if err := r.PinInto(p, m, off, n); err != nil {
 		return nil, err
@@ -64,15 +65,15 @@ func (r *Registry) Pin(m Memory, off, n uint64) (*Pinned, error) {
 // it allocates nothing when the range is one piece (or p's storage has room) and every
 // registration is a cache hit. p must not hold registrations (ErrPinnedInUse): a new
 // Pinned, or one released already.
-func (r *Registry) PinInto(p *Pinned, m Memory, off, n uint64) error {
+func (r *Registry) PinInto(p *Pinned, m md.Memory, off, n uint64) error {
 	if p == nil {
 		return fmt.Errorf("%w: nil Pinned", ErrBadArgument)
 	}
 	if p.state.Load() == pinLive {
 		return ErrPinnedInUse
 	}
-	if err := checkRange("pin", off, n, m.n); err != nil {
-		return err
+	if off > m.Len() || n > m.Len()-off {
+		return &md.RangeError{Op: "pin", Off: off, N: n, Len: m.Len()}
 	}
 	if r.state.Load()&closedBit != 0 {
 		return ErrClosed
@@ -87,29 +88,21 @@ func (r *Registry) PinInto(p *Pinned, m Memory, off, n uint64) error {
 		r.state.Add(-1)
 		return ErrClosed
 	}
-	if m.raw {
-		// Only the bytes of the transfer, whose addresses must be addressable.
-		if _, err := m.rawRange("pin", off, n); err != nil {
-			p.reset()
-			r.state.Add(-1)
-			return err
-		}
+	// The pieces of the transfer alone (for raw memory, only these bytes must be
+	// addressable; Slices checks them).
+	var err error
+	p.slices, err = m.Slices(off, n, p.slices[:0])
+	if err != nil {
+		p.reset()
+		r.state.Add(-1)
+		return err
 	}
-	i, in := m.locate(off)
-	for left := n; left > 0; i, in = i+1, 0 {
-		var s []byte
-		if m.raw {
-			s = rawSlice(m.base+uintptr(off), n)
-		} else {
-			s = m.seg(i)[in:]
-		}
-		if uint64(len(s)) > left {
-			s = s[:left]
-		}
+	done := uint64(0)
+	for _, s := range p.slices {
 		reg, err := r.cache.Acquire(s)
 		if err != nil {
 			addr := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
-			err = fmt.Errorf("md: pin [%#x,+%d) (offset %d of the memory): %w", addr, len(s), off+n-left, err)
+			err = fmt.Errorf("md: pin [%#x,+%d) (offset %d of the memory): %w", addr, len(s), off+done, err)
 			if rerr := r.releasePieces(p); rerr != nil {
 				err = errors.Join(err, rerr)
 			}
@@ -122,8 +115,9 @@ func (r *Registry) PinInto(p *Pinned, m Memory, off, n uint64) error {
 			n:   uint64(len(s)),
 			reg: reg,
 		})
-		left -= uint64(len(s))
+		done += uint64(len(s))
 	}
+	clear(p.slices)
 	p.r = r
 	p.state.Store(pinLive)
 	return nil

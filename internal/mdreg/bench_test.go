@@ -1,9 +1,10 @@
-package md
+package mdreg
 
 import (
 	"testing"
 
 	"github.com/goportals/goportals/internal/verbs"
+	"github.com/goportals/goportals/md"
 	"github.com/goportals/goportals/regcache"
 )
 
@@ -14,7 +15,7 @@ func BenchmarkPinHit(b *testing.B) {
 		b.Run(env.Name, func(b *testing.B) {
 			pair := newPair(b, env)
 			r := newRegistry(b, pair.A.PD, regcache.Options{})
-			m := Bytes(make([]byte, 64<<10))
+			m := md.Bytes(make([]byte, 64<<10))
 			sg := make([]verbs.SGE, 0, 4)
 			warm, err := r.Pin(m, 0, m.Len())
 			skipMemlock(b, err)
@@ -62,15 +63,15 @@ func BenchmarkReadAtIovec(b *testing.B) {
 	for i := range iov {
 		iov[i] = make([]byte, 1024)
 	}
-	im, err := Iovecs(iov)
+	im, err := md.Iovecs(iov)
 	if err != nil {
 		b.Fatal(err)
 	}
 	dst := make([]byte, 4096)
 	for _, c := range []struct {
 		name string
-		m    Memory
-	}{{"iovec64x1KiB", im}, {"bytes64KiB", Bytes(make([]byte, 64<<10))}} {
+		m    md.Memory
+	}{{"iovec64x1KiB", im}, {"bytes64KiB", md.Bytes(make([]byte, 64<<10))}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(len(dst)))
 			b.ReportAllocs()

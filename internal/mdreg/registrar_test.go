@@ -1,4 +1,4 @@
-package regcache
+package mdreg
 
 import (
 	"errors"
@@ -6,7 +6,9 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/goportals/goportals/driverhooks"
 	"github.com/goportals/goportals/internal/verbs"
+	"github.com/goportals/goportals/regcache"
 )
 
 // fakePD implements verbs.PD's registration half; the rest reports ErrNotSupported.
@@ -55,11 +57,11 @@ func (m *fakeMR) Dereg() error {
 
 func TestVerbsRegistrar(t *testing.T) {
 	pd := &fakePD{live: map[uint32]bool{}}
-	c, err := New[verbs.MR](VerbsRegistrar(pd, verbs.AccessLocalWrite|verbs.AccessRemoteRead), Options{Source: newFakeSource()})
+	c, err := regcache.New[verbs.MR](VerbsRegistrar(pd, verbs.AccessLocalWrite|verbs.AccessRemoteRead), regcache.Options{Source: explicitOnly{sub: driverhooks.Default().Subscribe()}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem := pages(2)
+	mem := make([]byte, 2*4096)
 	r, err := c.Acquire(mem[10:5000])
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +75,7 @@ func TestVerbsRegistrar(t *testing.T) {
 	if len(pd.live) != 0 {
 		t.Fatalf("%d MRs left registered after Close", len(pd.live))
 	}
-	bad, err := New[verbs.MR](VerbsRegistrar(pd, verbs.AccessRemoteWrite), Options{Source: newFakeSource()})
+	bad, err := regcache.New[verbs.MR](VerbsRegistrar(pd, verbs.AccessRemoteWrite), regcache.Options{Source: explicitOnly{sub: driverhooks.Default().Subscribe()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,3 +84,12 @@ func TestVerbsRegistrar(t *testing.T) {
 		t.Fatalf("invalid access: %v, want verbs.ErrInvalidArgument", err)
 	}
 }
+
+// explicitOnly is a notifier Source that claims to watch every range but only carries
+// explicit invalidations (driverhooks.Invalidate): a cache over it learns of Free only
+// because Free notifies.
+type explicitOnly struct{ sub driverhooks.Subscription }
+
+func (explicitOnly) Watch(addr, length uintptr) error      { return nil }
+func (explicitOnly) Unwatch(addr, length uintptr) error    { return nil }
+func (e explicitOnly) Subscribe() driverhooks.Subscription { return e.sub }

@@ -1,4 +1,4 @@
-package md
+package mdreg
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"unsafe"
+
+	"github.com/goportals/goportals/md"
 
 	"github.com/goportals/goportals/internal/verbs"
 	"github.com/goportals/goportals/regcache"
@@ -15,7 +17,7 @@ func TestRegistryPinRules(t *testing.T) {
 	pair := newPair(t, loopbackEnv)
 	r := newRegistry(t, pair.A.PD, regcache.Options{})
 	buf := make([]byte, 3*4096)
-	m := Bytes(buf)
+	m := md.Bytes(buf)
 
 	// Zero length: an empty Pinned, no registration.
 	p, err := r.Pin(m, 100, 0)
@@ -37,11 +39,11 @@ func TestRegistryPinRules(t *testing.T) {
 	}
 
 	// Out of range.
-	var re *RangeError
+	var re *md.RangeError
 	if _, err := r.Pin(m, 1, uint64(len(buf))); !errors.As(err, &re) || re.Op != "pin" {
 		t.Fatalf("pin past the end: %v", err)
 	}
-	if _, err := r.Pin(Memory{}, 0, 1); !errors.Is(err, ErrOutOfRange) {
+	if _, err := r.Pin(md.Memory{}, 0, 1); !errors.Is(err, md.ErrOutOfRange) {
 		t.Fatalf("pin of empty memory: %v", err)
 	}
 
@@ -119,7 +121,7 @@ func TestPinFailureReleasesEarlierPieces(t *testing.T) {
 			pair := newPair(t, env)
 			r, cpd := newCountingRegistry(t, pair.A.PD, regcache.Options{})
 			iov := [][]byte{make([]byte, 4096), make([]byte, 10000), make([]byte, 4096)}
-			m, err := Iovecs(iov)
+			m, err := md.Iovecs(iov)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +159,7 @@ func TestRegistryConcurrentPins(t *testing.T) {
 	for i := range bufs {
 		bufs[i] = make([]byte, 20000+i*4096)
 	}
-	m, err := Iovecs(bufs)
+	m, err := md.Iovecs(bufs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +208,7 @@ func TestPinHitNoAllocs(t *testing.T) {
 			pair := newPair(t, env)
 			r := newRegistry(t, pair.A.PD, regcache.Options{})
 			buf := make([]byte, 64<<10)
-			m := Bytes(buf)
+			m := md.Bytes(buf)
 			var p Pinned
 			sg := make([]verbs.SGE, 0, 4)
 			rem := make([]RemoteSegment, 0, 4)
@@ -244,7 +246,7 @@ func TestPinSplitsLargePieces(t *testing.T) {
 		t.Skip("needs a 64-bit address space")
 	}
 	const size = 5 << 30
-	a, err := Alloc(size)
+	a, err := md.Alloc(size)
 	if err != nil {
 		t.Skipf("cannot map 5 GiB of address space here: %v", err)
 	}
@@ -252,7 +254,7 @@ func TestPinSplitsLargePieces(t *testing.T) {
 	pair := newPair(t, loopbackEnv)
 	r := newRegistry(t, pair.A.PD, regcache.Options{})
 	small := make([]byte, 100)
-	m, err := Iovecs([][]byte{small, a.Bytes()})
+	m, err := md.Iovecs([][]byte{small, a.Bytes()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +294,7 @@ func TestFreeWhilePinned(t *testing.T) {
 		t.Run(env.Name, func(t *testing.T) {
 			pair := newPair(t, env)
 			r, cpd := newCountingRegistry(t, pair.A.PD, regcache.Options{})
-			a, err := Alloc(3 * 4096)
+			a, err := md.Alloc(3 * 4096)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -309,7 +311,7 @@ func TestFreeWhilePinned(t *testing.T) {
 			}
 			// A lookup drains the invalidation: pin something else to trigger it.
 			other := make([]byte, 64<<10)
-			q, err := r.Pin(Bytes(other), 0, 10)
+			q, err := r.Pin(md.Bytes(other), 0, 10)
 			if err != nil {
 				t.Fatal(err)
 			}
