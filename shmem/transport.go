@@ -1,12 +1,13 @@
 package shmem
 
-// This file is the only one that uses package portals, package md and the job
-// runtime (internal/bootstrap). Everything else in shmem speaks to the network
-// through the transport and domain interfaces of transport_iface.go, so moving
-// to another portals API changes this file alone.
+// This file is the only one that uses package portals, package md and package
+// job. Everything else in shmem speaks to the network through the transport and
+// domain interfaces of transport_iface.go, so moving to another portals API
+// changes this file alone.
 //
 // The mapping follows Sandia OpenSHMEM's Portals 4 transport:
-//   - one NI without matching and with logical addressing (a PE is a rank);
+//   - one NI without matching and with logical addressing (a PE is a rank; the
+//     job gives the NI its map, rank i is PE i);
 //   - one portal table entry for the symmetric heap, holding one persistent list
 //     entry over the whole heap (OP_PUT|OP_GET, link and success events disabled,
 //     CT_COMM counting into the target counter); the remote address of a
@@ -14,7 +15,10 @@ package shmem
 //   - per context, a put counter (counted ACKs of puts) and a get counter
 //     (counted REPLYs of gets and fetching atomics); quiet waits until each
 //     counter reaches the number of operations issued and fails when a failure
-//     was counted.
+//     was counted;
+//   - per context, descriptors over all of memory (address 0, length 2^64-1),
+//     as SOS binds them: the local side of an operation is addressed by its
+//     address, so a transfer from or into any buffer needs no bind of its own.
 //
 // One departure from SOS: non-fetching atomics ask for no acknowledgment, which
 // halves the messages of an atomic-heavy program such as GUPS. Their
@@ -26,13 +30,14 @@ package shmem
 // reply leaves after every earlier atomic from the same initiator was applied.
 // A PE that died fails the flush get, which quiet reports.
 //
-// The current portals API has no descriptor over all of memory, so a context
-// binds descriptors over the heap once (a volatile and a plain one for puts, one
-// for gets) and over small scratch buffers; a transfer from or into memory
-// outside the heap binds a descriptor over that buffer for the operation (the
-// pin cache makes a repeated bind of the same buffer cheap) and releases it once
-// the operation is complete (at the next completion wait for non-blocking ones).
-// With an all-of-memory descriptor the per-operation binds disappear.
+// Go memory addressed through the all-memory descriptors. The engine reads and
+// writes such memory by address, so it must stay alive and in place while an
+// operation uses it. Go does not move heap objects; a buffer outside the heap
+// is kept reachable from the domain (held) until a completion wait saw every
+// operation issued before it complete, which also makes the compiler allocate
+// it on the heap (a held slice escapes), never on a goroutine stack that may
+// move. Atomic operands and fetch results go through the domain's own scratch
+// buffers.
 
 import (
 	"context"
@@ -44,22 +49,26 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/goportals/goportals/internal/bootstrap"
-	portals "github.com/goportals/goportals/internal/nic"
+	"github.com/goportals/goportals/job"
 	"github.com/goportals/goportals/md"
+	"github.com/goportals/goportals/portals"
 )
 
 // heapPT is the portal table index of the symmetric heap (SOS uses its own
 // index constants the same way: every PE allocates the same one).
 const heapPT = portals.PTIndex(0)
 
+// allMemory is the length of a descriptor over the whole address space.
+const allMemory = ^uint64(0)
+
 // ptlTransport is the transport over package portals.
 type ptlTransport struct {
-	boot  bootstrap.Bootstrap
-	proc  *portals.Process
+	job   *job.Job
+	init  bool // portals.Init succeeded: Fini is owed
 	ni    *portals.NI
 	alloc *md.Allocation
 	heap  []byte
+	pt    *portals.PT
 	le    *portals.LE
 	tct   *portals.CT // target counter of the heap entry
 	maxV  int         // largest volatile (copied at issue) transfer
@@ -71,31 +80,39 @@ type ptlTransport struct {
 // openTransport joins the job, initializes the NI and exposes a heap of
 // heapSize bytes.
 func openTransport(ctx context.Context, heapSize int) (_ transport, err error) {
-	boot, err := bootstrap.Open(ctx)
+	j, err := job.Join(ctx)
 	if err != nil {
 		return nil, err
 	}
-	t := &ptlTransport{boot: boot}
+	t := &ptlTransport{job: j}
 	defer func() {
 		if err != nil {
 			t.teardown()
 		}
 	}()
-	if t.proc, err = portals.NewProcess(boot, nil); err != nil {
+	// The library shares the job's connection to the launcher (one per rank).
+	if err = portals.Init(); err != nil {
 		return nil, err
 	}
-	// Today NIInit connects the job collectively and a logical NI takes its map
-	// (rank i is PE i) from the job.
-	if t.ni, err = t.proc.NIInit(portals.IfaceDefault, portals.NINoMatching|portals.NILogical, portals.PIDAny, nil); err != nil {
+	t.init = true
+	if t.ni, err = portals.NIInit(portals.IfaceDefault, portals.NINoMatching|portals.NILogical, portals.PIDAny, nil); err != nil {
+		return nil, err
+	}
+	// Rank i of the NI is PE i. Map is collective; a map set already (an
+	// application that shares this NI set it) is left as it is.
+	if _, err = j.Map(ctx, t.ni); err != nil && !errors.Is(err, portals.Ignored) {
+		return nil, err
+	}
+	if err = t.checkRank(); err != nil {
 		return nil, err
 	}
 	t.maxV = int(t.ni.Limits().MaxVolatileSize)
-	t.crowded = boot.Size() > runtime.NumCPU()
+	t.crowded = j.Size() > runtime.NumCPU()
 	if t.alloc, err = md.Alloc(heapSize); err != nil {
 		return nil, err
 	}
 	t.heap = t.alloc.Bytes()
-	if _, err = t.ni.PTAlloc(0, nil, heapPT); err != nil {
+	if t.pt, err = t.ni.PTAlloc(0, nil, heapPT); err != nil {
 		return nil, err
 	}
 	if t.tct, err = t.ni.CTAlloc(); err != nil {
@@ -105,25 +122,39 @@ func openTransport(ctx context.Context, heapSize int) (_ transport, err error) {
 	if err != nil {
 		return nil, err
 	}
-	t.le, err = t.ni.LEAppend(heapPT, portals.LESpec{Start: t.heap, CT: t.tct, UID: uid,
+	t.le, err = t.pt.AppendLE(portals.LESpec{Start: t.heap, CT: t.tct, UID: uid,
 		Options: portals.MEOpPut | portals.MEOpGet | portals.MEEventLinkDisable | portals.MEEventSuccessDisable |
 			portals.MEEventCTComm}, portals.PriorityList, 0)
 	if err != nil {
 		return nil, err
 	}
 	// Every PE's entry is in place before anyone sends to it.
-	if err = boot.Barrier(ctx); err != nil {
+	if err = j.Barrier(ctx); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-func (t *ptlTransport) rank() int       { return t.boot.Rank() }
-func (t *ptlTransport) size() int       { return t.boot.Size() }
+// checkRank verifies that the NI's rank is the job's: PE numbers are ranks of
+// both.
+func (t *ptlTransport) checkRank() error {
+	id, err := t.ni.ID()
+	if err != nil {
+		return err
+	}
+	if int64(id.Rank) != int64(t.job.Rank()) {
+		return fmt.Errorf("%w: the network interface is rank %d of its map, the job's rank is %d",
+			ErrInvalidArg, id.Rank, t.job.Rank())
+	}
+	return nil
+}
+
+func (t *ptlTransport) rank() int       { return t.job.Rank() }
+func (t *ptlTransport) size() int       { return t.job.Size() }
 func (t *ptlTransport) heapMem() []byte { return t.heap }
 
-// jobBarrier is the runtime's barrier (used only at startup and shutdown).
-func (t *ptlTransport) jobBarrier(ctx context.Context) error { return t.boot.Barrier(ctx) }
+// jobBarrier is the job's barrier (used only at startup and shutdown).
+func (t *ptlTransport) jobBarrier(ctx context.Context) error { return t.job.Barrier(ctx) }
 
 // targetCount is how many operations the heap entry has completed (successes
 // and failures).
@@ -190,6 +221,10 @@ func (t *ptlTransport) teardown() error {
 		errs = append(errs, t.le.Unlink())
 		t.le = nil
 	}
+	if t.pt != nil {
+		errs = append(errs, t.pt.Free())
+		t.pt = nil
+	}
 	if t.tct != nil {
 		errs = append(errs, t.tct.Free())
 		t.tct = nil
@@ -198,34 +233,35 @@ func (t *ptlTransport) teardown() error {
 		errs = append(errs, t.ni.Fini())
 		t.ni = nil
 	}
-	if t.proc != nil {
-		errs = append(errs, t.proc.Close())
-		t.proc = nil
+	if t.init {
+		portals.Fini()
+		t.init = false
 	}
 	if t.alloc != nil {
 		errs = append(errs, t.alloc.Free())
 		t.alloc, t.heap = nil, nil
 	}
-	if t.boot != nil {
-		errs = append(errs, t.boot.Close())
-		t.boot = nil
+	if t.job != nil {
+		errs = append(errs, t.job.Close())
+		t.job = nil
 	}
 	return errors.Join(errs...)
 }
 
-// ptlDomain is a context's set of descriptors and counters.
+// ptlDomain is a context's set of descriptors and counters. Its descriptors
+// cover all of memory; the local offset of a buffer is its address.
 type ptlDomain struct {
 	t       *ptlTransport
 	putCT   *portals.CT
 	getCT   *portals.CT
-	heapV   *portals.MD // heap, volatile, counted ACKs
-	heapP   *portals.MD // heap, counted ACKs
-	heapG   *portals.MD // heap, counted REPLYs
-	scrV    *portals.MD // scratch operands, volatile, counted ACKs
-	scrG    *portals.MD // fetch results, counted REPLYs
-	scratch []byte
-	result  []byte
-	flushMD *portals.MD // one word per PE, counted REPLYs (flush gets)
+	putV    *portals.MD // volatile, counted ACKs (puts up to the volatile size)
+	putP    *portals.MD // counted ACKs (longer puts)
+	getU    *portals.MD // counted REPLYs (gets)
+	ordV    *portals.MD // ordered, volatile, counted ACKs (atomic operands)
+	ordG    *portals.MD // ordered, counted REPLYs (fetch results, flush gets)
+	scratch []byte      // atomic operands
+	result  []byte      // fetch results
+	flushed []byte      // one word per PE: where the flush gets land
 
 	dirty     []atomic.Bool // per PE: unacknowledged atomics since the last flush
 	unflushed atomic.Uint64
@@ -238,17 +274,20 @@ type ptlDomain struct {
 	smu sync.Mutex // scratch and result buffers
 
 	hmu   sync.Mutex
-	held  []*portals.MD // per-operation descriptors awaiting completion
-	nheld atomic.Int32  // len(held), read without hmu
+	held  [][]byte     // buffers outside the heap of operations not known complete
+	nheld atomic.Int32 // len(held), read without hmu
 }
 
-// scratchSize holds the operand of any atomic (two 8-byte values) and any
-// volatile put.
-const resultSize = 64
+// scratchSize holds the operand of any atomic (two 8-byte values);
+// resultSize the result of any fetching atomic.
+const (
+	scratchSize = 64
+	resultSize  = 64
+)
 
 func (t *ptlTransport) newDomain() (_ domain, err error) {
-	d := &ptlDomain{t: t, scratch: make([]byte, max(t.maxV, 64)), result: make([]byte, resultSize),
-		dirty: make([]atomic.Bool, t.size())}
+	d := &ptlDomain{t: t, scratch: make([]byte, scratchSize), result: make([]byte, resultSize),
+		flushed: make([]byte, 8*t.size()), dirty: make([]atomic.Bool, t.size())}
 	defer func() {
 		if err != nil {
 			d.release()
@@ -260,146 +299,93 @@ func (t *ptlTransport) newDomain() (_ domain, err error) {
 	if d.getCT, err = t.ni.CTAlloc(); err != nil {
 		return nil, err
 	}
-	put := portals.MDEventCTAck | portals.MDEventSuccessDisable | portals.MDUnordered
-	get := portals.MDEventCTReply | portals.MDEventSuccessDisable | portals.MDUnordered
-	if d.heapV, err = t.ni.MDBind(portals.MDSpec{Start: t.heap, Options: put | portals.MDVolatile, CT: d.putCT}); err != nil {
+	bind := func(opts portals.MDOptions, ct *portals.CT) (*portals.MD, error) {
+		return t.ni.MDBind(portals.MDSpec{Addr: 0, Length: allMemory, Options: opts | portals.MDEventSuccessDisable, CT: ct})
+	}
+	if d.putV, err = bind(portals.MDEventCTAck|portals.MDUnordered|portals.MDVolatile, d.putCT); err != nil {
 		return nil, err
 	}
-	if d.heapP, err = t.ni.MDBind(portals.MDSpec{Start: t.heap, Options: put, CT: d.putCT}); err != nil {
+	if d.putP, err = bind(portals.MDEventCTAck|portals.MDUnordered, d.putCT); err != nil {
 		return nil, err
 	}
-	if d.heapG, err = t.ni.MDBind(portals.MDSpec{Start: t.heap, Options: get, CT: d.getCT}); err != nil {
+	if d.getU, err = bind(portals.MDEventCTReply|portals.MDUnordered, d.getCT); err != nil {
 		return nil, err
 	}
 	// The atomics' and the flushes' descriptors do not say UNORDERED: their
 	// order at the target is what makes a flush complete the atomics.
-	ordered := portals.MDEventCTAck | portals.MDEventSuccessDisable | portals.MDVolatile
-	if d.scrV, err = t.ni.MDBind(portals.MDSpec{Start: d.scratch, Options: ordered, CT: d.putCT}); err != nil {
+	if d.ordV, err = bind(portals.MDEventCTAck|portals.MDVolatile, d.putCT); err != nil {
 		return nil, err
 	}
-	if d.scrG, err = t.ni.MDBind(portals.MDSpec{Start: d.result, Options: get, CT: d.getCT}); err != nil {
-		return nil, err
-	}
-	if d.flushMD, err = t.ni.MDBind(portals.MDSpec{Start: make([]byte, 8*t.size()),
-		Options: portals.MDEventCTReply | portals.MDEventSuccessDisable, CT: d.getCT}); err != nil {
+	if d.ordG, err = bind(portals.MDEventCTReply, d.getCT); err != nil {
 		return nil, err
 	}
 	return d, nil
 }
 
-func target(pe int) portals.ProcessID { return portals.ProcessID{Rank: portals.Rank(pe)} }
+// at returns the span of an all-memory descriptor over b (not empty).
+func at(m *portals.MD, b []byte) portals.Span {
+	return m.Span(uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))), uint64(len(b)))
+}
 
-// inHeap returns the offset of b in the heap, or false when b lies outside it.
-func (t *ptlTransport) inHeap(b []byte) (uint64, bool) {
+// to names roff in pe's heap.
+func to(pe int, roff uint64) portals.Target {
+	return portals.Target{ID: portals.ProcessID{Rank: portals.Rank(pe)}, PT: heapPT, Offset: roff}
+}
+
+// inHeap reports whether b lies in the heap (memory the transport keeps
+// mapped until it closes).
+func (t *ptlTransport) inHeap(b []byte) bool {
 	if len(b) == 0 || len(t.heap) == 0 {
-		return 0, false
+		return false
 	}
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(t.heap)))
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	if p < base || p+uintptr(len(b)) > base+uintptr(len(t.heap)) {
-		return 0, false
-	}
-	return uint64(p - base), true
+	return p >= base && p+uintptr(len(b)) <= base+uintptr(len(t.heap))
 }
+
+var ackCounted = portals.OpOptions{Ack: portals.CTAckReq}
 
 // put starts a put of src to roff in pe's heap. With nbi false it returns when
 // src may be reused (at once for a volatile transfer). With nbi true a
 // transfer of more than the volatile size must find src unchanged until the
-// next completion wait; from outside the heap, its descriptor is held until
-// then.
+// next completion wait.
 func (d *ptlDomain) put(ctx context.Context, pe int, roff uint64, src []byte, nbi bool) error {
-	n := uint64(len(src))
-	if n == 0 {
+	if len(src) == 0 {
 		return nil
 	}
 	if err := d.throttle(ctx); err != nil {
 		return err
 	}
-	tg := target(pe)
-	if off, ok := d.t.inHeap(src); ok {
-		m := d.heapP
-		if len(src) <= d.t.maxV {
-			m = d.heapV
-		}
-		d.puts.Add(1)
-		if err := portals.Put(m, off, n, portals.CTAckReq, tg, heapPT, 0, roff, 0, 0); err != nil {
-			d.puts.Add(^uint64(0))
-			return err
-		}
-		if m == d.heapP && !nbi {
-			return d.waitPuts(ctx)
-		}
-		return nil
-	}
+	m := d.putP
 	if len(src) <= d.t.maxV {
-		d.smu.Lock()
-		copy(d.scratch, src)
-		d.puts.Add(1)
-		err := portals.Put(d.scrV, 0, n, portals.CTAckReq, tg, heapPT, 0, roff, 0, 0)
-		d.smu.Unlock()
-		if err != nil {
-			d.puts.Add(^uint64(0))
-		}
-		return err
-	}
-	m, err := d.t.ni.MDBind(portals.MDSpec{Start: src, Options: portals.MDEventCTAck | portals.MDEventSuccessDisable |
-		portals.MDUnordered, CT: d.putCT})
-	if err != nil {
-		return err
+		m = d.putV // copied before Put returns
+	} else if !d.t.inHeap(src) {
+		d.hold(src)
 	}
 	d.puts.Add(1)
-	if err := portals.Put(m, 0, n, portals.CTAckReq, tg, heapPT, 0, roff, 0, 0); err != nil {
+	if err := at(m, src).Put(to(pe, roff), ackCounted); err != nil {
 		d.puts.Add(^uint64(0))
-		m.Release()
 		return err
 	}
-	d.hold(m)
-	if nbi {
-		return nil
+	if m == d.putP && !nbi {
+		return d.waitPuts(ctx)
 	}
-	return d.waitPuts(ctx)
+	return nil
 }
 
 // get starts a get of len(dst) bytes from roff in pe's heap into dst; with nbi
 // false it returns once dst holds the data.
 func (d *ptlDomain) get(ctx context.Context, pe int, roff uint64, dst []byte, nbi bool) error {
-	n := uint64(len(dst))
-	if n == 0 {
+	if len(dst) == 0 {
 		return nil
 	}
-	tg := target(pe)
-	if off, ok := d.t.inHeap(dst); ok {
-		d.gets.Add(1)
-		if err := portals.Get(d.heapG, off, n, tg, heapPT, 0, roff, 0); err != nil {
-			d.gets.Add(^uint64(0))
-			return err
-		}
-	} else if !nbi && n <= resultSize {
-		d.smu.Lock()
-		defer d.smu.Unlock()
-		d.gets.Add(1)
-		if err := portals.Get(d.scrG, 0, n, tg, heapPT, 0, roff, 0); err != nil {
-			d.gets.Add(^uint64(0))
-			return err
-		}
-		if err := d.waitGets(ctx); err != nil {
-			return err
-		}
-		copy(dst, d.result)
-		return nil
-	} else {
-		m, err := d.t.ni.MDBind(portals.MDSpec{Start: dst, Options: portals.MDEventCTReply | portals.MDEventSuccessDisable |
-			portals.MDUnordered, CT: d.getCT})
-		if err != nil {
-			return err
-		}
-		d.gets.Add(1)
-		if err := portals.Get(m, 0, n, tg, heapPT, 0, roff, 0); err != nil {
-			d.gets.Add(^uint64(0))
-			m.Release()
-			return err
-		}
-		d.hold(m)
+	if !d.t.inHeap(dst) {
+		d.hold(dst)
+	}
+	d.gets.Add(1)
+	if err := at(d.getU, dst).Get(to(pe, roff), portals.OpOptions{}); err != nil {
+		d.gets.Add(^uint64(0))
+		return err
 	}
 	if nbi {
 		return nil
@@ -421,9 +407,8 @@ func ptlType(size int) portals.AtomicType {
 // atomic applies op with operand at roff in pe's heap without fetching.
 func (d *ptlDomain) atomic(ctx context.Context, pe int, roff uint64, op amoOp, operand []byte) error {
 	d.smu.Lock()
-	copy(d.scratch, operand)
-	err := portals.Atomic(d.scrV, 0, uint64(len(operand)), portals.NoAckReq, target(pe), heapPT, 0, roff, 0, 0,
-		ptlOps[op], ptlType(len(operand)))
+	n := copy(d.scratch, operand)
+	err := at(d.ordV, d.scratch[:n]).Atomic(to(pe, roff), ptlOps[op], ptlType(n), portals.OpOptions{})
 	d.smu.Unlock()
 	if err != nil {
 		return err
@@ -447,7 +432,7 @@ func (d *ptlDomain) flush() {
 			continue
 		}
 		d.gets.Add(1)
-		if err := portals.Get(d.flushMD, uint64(8*pe), 8, target(pe), heapPT, 0, 0, 0); err != nil {
+		if err := at(d.ordG, d.flushed[8*pe:8*pe+8]).Get(to(pe, 0), portals.OpOptions{}); err != nil {
 			d.gets.Add(^uint64(0))
 			d.flushErr.CompareAndSwap(nil, &err)
 		}
@@ -457,19 +442,19 @@ func (d *ptlDomain) flush() {
 // fetchAtomic applies op at roff in pe's heap and returns the old value into
 // result. For amoCSwap, compare is the comparison value.
 func (d *ptlDomain) fetchAtomic(ctx context.Context, pe int, roff uint64, op amoOp, operand, compare, result []byte) error {
-	n := uint64(len(operand))
 	d.smu.Lock()
 	defer d.smu.Unlock()
-	copy(d.scratch, operand)
+	n := copy(d.scratch, operand)
+	src, res, tg, dt := at(d.ordV, d.scratch[:n]), at(d.ordG, d.result[:n]), to(pe, roff), ptlType(n)
 	d.gets.Add(1)
 	var err error
 	switch op {
 	case amoSwap:
-		err = portals.Swap(d.scrG, 0, d.scrV, 0, n, target(pe), heapPT, 0, roff, 0, 0, nil, ptlOps[op], ptlType(int(n)))
+		err = src.Swap(res, tg, ptlOps[op], dt, nil, portals.OpOptions{})
 	case amoCSwap:
-		err = portals.Swap(d.scrG, 0, d.scrV, 0, n, target(pe), heapPT, 0, roff, 0, 0, compare, ptlOps[op], ptlType(int(n)))
+		err = src.Swap(res, tg, ptlOps[op], dt, compare, portals.OpOptions{})
 	default:
-		err = portals.FetchAtomic(d.scrG, 0, d.scrV, 0, n, target(pe), heapPT, 0, roff, 0, 0, ptlOps[op], ptlType(int(n)))
+		err = src.FetchAtomic(res, tg, ptlOps[op], dt, portals.OpOptions{})
 	}
 	if err != nil {
 		d.gets.Add(^uint64(0))
@@ -521,10 +506,12 @@ func (d *ptlDomain) throttle(ctx context.Context) error {
 	return nil
 }
 
-// hold keeps a per-operation descriptor until its operation completed.
-func (d *ptlDomain) hold(m *portals.MD) {
+// hold keeps b (Go memory outside the heap) reachable until the operation
+// about to be issued on it is complete. It runs before the operation is
+// counted as issued (see waitDone).
+func (d *ptlDomain) hold(b []byte) {
 	d.hmu.Lock()
-	d.held = append(d.held, m)
+	d.held = append(d.held, b)
 	d.nheld.Store(int32(len(d.held)))
 	d.hmu.Unlock()
 }
@@ -574,7 +561,7 @@ func (d *ptlDomain) waitGets(ctx context.Context) error {
 	return d.waitDone(waitCT(ctx, d.getCT, &d.gets, &d.getFail))
 }
 
-// quiet waits for every operation of the domain and releases the descriptors
+// quiet waits for every operation of the domain and lets go of the buffers
 // held for them.
 func (d *ptlDomain) quiet(ctx context.Context) error {
 	d.flush()
@@ -584,55 +571,43 @@ func (d *ptlDomain) quiet(ctx context.Context) error {
 	return errors.Join(waitCT(ctx, d.putCT, &d.puts, &d.putFail), d.waitDone(waitCT(ctx, d.getCT, &d.gets, &d.getFail)))
 }
 
-// waitDone releases held descriptors whose operations are complete (all of
-// them, once both counters caught up) after a successful wait.
+// waitDone lets go of the held buffers, after a successful wait, when every
+// operation issued so far is complete.
+//
+// Under hmu, the counters are read before the numbers issued: a counter
+// counts only operations issued before it was read, so when it reaches the
+// number issued read after it, every operation issued up to then is
+// complete, and with it every held buffer's (held before its operation was
+// counted as issued, and before hmu was taken here).
 func (d *ptlDomain) waitDone(err error) error {
 	if err != nil || d.nheld.Load() == 0 {
 		return err
 	}
-	pv, _ := d.putCT.Get()
-	gv, _ := d.getCT.Get()
-	if pv.Success+pv.Failure < d.puts.Load() || gv.Success+gv.Failure < d.gets.Load() {
-		return nil // the other counter still has work: keep the descriptors
-	}
 	d.hmu.Lock()
-	held := d.held
-	d.held = nil
+	defer d.hmu.Unlock()
+	pv, perr := d.putCT.Get()
+	gv, gerr := d.getCT.Get()
+	if perr != nil || gerr != nil || pv.Success+pv.Failure < d.puts.Load() || gv.Success+gv.Failure < d.gets.Load() {
+		return nil // work still in flight: keep the buffers
+	}
+	clear(d.held)
+	d.held = d.held[:0]
 	d.nheld.Store(0)
-	d.hmu.Unlock()
-	var keep []*portals.MD
-	for _, m := range held {
-		if m.Release() != nil {
-			keep = append(keep, m) // still in use (an operation issued meanwhile)
-		}
-	}
-	if keep != nil {
-		d.hmu.Lock()
-		d.held = append(d.held, keep...)
-		d.nheld.Store(int32(len(d.held)))
-		d.hmu.Unlock()
-	}
 	return nil
 }
 
 // close releases the domain's resources; the caller quieted it.
 func (d *ptlDomain) close() error {
 	d.hmu.Lock()
-	held := d.held
 	d.held = nil
 	d.nheld.Store(0)
 	d.hmu.Unlock()
-	var errs []error
-	for _, m := range held {
-		errs = append(errs, m.Release())
-	}
-	errs = append(errs, d.release())
-	return errors.Join(errs...)
+	return d.release()
 }
 
 func (d *ptlDomain) release() error {
 	var errs []error
-	for _, m := range []**portals.MD{&d.heapV, &d.heapP, &d.heapG, &d.scrV, &d.scrG, &d.flushMD} {
+	for _, m := range []**portals.MD{&d.putV, &d.putP, &d.getU, &d.ordV, &d.ordG} {
 		if *m != nil {
 			errs = append(errs, (*m).Release())
 			*m = nil
