@@ -48,15 +48,17 @@
 // # How it maps onto Portals
 //
 // All windows live on one non-matching, logically addressed network interface of
-// the process (portals.NINoMatching|portals.NILogical), which rma owns: portal
-// table entries 0 and 1 hold the job's collectives, and each window takes the
-// lowest free index above them (the same on every rank, since windows are opened in the
-// same order). A window is one persistent list entry over the exposed memory that
+// the process (portals.NINoMatching|portals.NILogical), which rma owns: each
+// window takes the lowest free portal table index (the same on every rank, since
+// windows are opened in the same order). The job itself (rank, size, the logical
+// map when the launcher did not give the interface one, and the collectives of
+// Open, Barrier and Close) comes from package job, so a program may use package
+// job beside rma. A window is one persistent list entry over the exposed memory that
 // accepts puts, gets and atomics and counts each arrival on a counting event
 // (Window.Arrivals). Open exchanges the ranks' window lengths, so an access
 // outside a target's memory is refused here, before anything is sent. Blocking calls wait on an event queue of
 // their own; Put counts acknowledgments on the window's counting event, and Flush
 // waits for the count. The atomics take their Portals datatype from the Go type.
 //
-// rma imports package portals only; it never reaches into the engine.
+// rma imports packages portals and job only; it never reaches into the engine.
 package rma

@@ -2,49 +2,34 @@ package rma
 
 import (
 	"context"
-	"encoding/binary"
+	"errors"
 	"fmt"
+	"strconv"
 	"sync"
-	"time"
+	"sync/atomic"
 
+	"github.com/goportals/goportals/job"
 	"github.com/goportals/goportals/portals"
 )
 
 // This file is rma's only contact with the job: which rank this process is, how
 // many there are, the network interface every window lives on, and the two
-// collectives the windows need (allgather of one number, and so a barrier).
+// collectives the windows need (an allgather of one number, and a barrier).
 //
-// Today the launcher's bootstrap belongs to portals.Init, which joins the job, and
-// a logical NI's NIInit connects the ranks and sets its map from the job. The
-// collectives therefore run over Portals itself, on two portal table entries of
-// that NI (ctlPT and ctlPT+1, used by alternate collectives): each rank exposes
-// an array of slots, one per rank, on each, and puts its value into its slot at
-// every peer; a counting event per entry tells when all peers' values are in.
-// When package job provides Join, Barrier, an exchange and Map, this file
-// changes and nothing else does.
-
-// ctlPT and ctlPT+1 are the portal table indexes of the collectives' slots;
-// windows use the indexes above them.
-const ctlPT portals.PTIndex = 0
-
-// firstWindowPT is the lowest index a window takes.
-const firstWindowPT = ctlPT + 2
+// Package job gives the rank, the size and the collectives, through the launcher's
+// bootstrap connection, which the library's own join (portals.Init) shares. The
+// network interface is a non-matching logical NI; under a launcher it starts with
+// the job's map, and otherwise job.Map exchanges the physical ids and sets it.
+// Every portal table entry of that NI is a window's.
 
 // jobState is this process's membership in the job, shared by its windows.
 type jobState struct {
+	job        *job.Job
 	ni         *portals.NI
 	rank, size int
 
 	coll   sync.Mutex // one collective at a time, in the same order on every rank
-	epoch  uint64     // collectives completed
-	slots  [2][]byte  // by epoch parity: size 8-byte slots, exposed on ctlPT+parity
-	le     [2]*portals.LE
-	ct     [2]*portals.CT // count the peers' puts into slots[parity]
-	rounds [2]uint64      // collectives completed, by parity
-	out    []byte         // the 8 bytes this rank sends
-	outMD  *portals.MD
-	acks   *portals.EQ // send and acknowledgment events of the puts from out
-	broken error       // set when a collective was abandoned midway
+	broken error      // set when a collective failed: the ranks may no longer agree on the order
 
 	pts  map[portals.PTIndex]bool // window indexes in use
 	refs int
@@ -53,8 +38,14 @@ type jobState struct {
 var joined struct {
 	mu     sync.Mutex
 	j      *jobState
-	inited bool // portals.Init succeeded; the process stays in the job until it exits
+	inited bool // portals.Init succeeded; the library stays initialized until the process exits
 }
+
+// exchanges numbers the allgathers of the process, over every jobState: each
+// publishes under a key of its own, so no value of one exchange is ever read as
+// another's. Every rank makes the same exchanges in the same order, so the same
+// number names the same exchange on every rank.
+var exchanges atomic.Uint64
 
 // acquireJob joins the job on the first call (initializing Portals and the NI
 // the windows share) and counts a reference; releaseJob drops it.
@@ -74,9 +65,10 @@ func acquireJob(ctx context.Context) (*jobState, error) {
 	return j, nil
 }
 
-// releaseJob drops one reference; the last removes the collectives' entry and
-// finalizes the NI. The library itself stays initialized: the launcher admits a
-// process to the job once, so a later Open joins the same job again on a new NI.
+// releaseJob drops one reference; the last finalizes the NI and leaves the job.
+// The library itself stays initialized, and with it the process's connection to
+// the launcher (which admits a process once), so a later Open joins the same job
+// again on a new NI.
 func releaseJob(j *jobState) {
 	joined.mu.Lock()
 	defer joined.mu.Unlock()
@@ -87,8 +79,8 @@ func releaseJob(j *jobState) {
 	j.free()
 }
 
-// join initializes Portals (once per process), the non-matching logical NI, and
-// the collectives' entry. Called with joined.mu held.
+// join initializes Portals (once per process), joins the job and initializes the
+// non-matching logical NI with the job's map. Called with joined.mu held.
 func join(ctx context.Context) (_ *jobState, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -99,173 +91,116 @@ func join(ctx context.Context) (_ *jobState, err error) {
 		}
 		joined.inited = true
 	}
-	ni, err := portals.NIInit(portals.IfaceDefault, portals.NINoMatching|portals.NILogical, portals.PIDAny, nil)
+	jb, err := job.Join(ctx)
 	if err != nil {
 		return nil, err
 	}
-	j := &jobState{ni: ni, pts: map[portals.PTIndex]bool{}}
+	j := &jobState{job: jb, rank: jb.Rank(), size: jb.Size(), pts: map[portals.PTIndex]bool{}}
 	defer func() {
 		if err != nil {
 			j.free()
 		}
 	}()
-	id, err := ni.ID()
+	if j.ni, err = portals.NIInit(portals.IfaceDefault, portals.NINoMatching|portals.NILogical, portals.PIDAny, nil); err != nil {
+		return nil, err
+	}
+	// Whether the NI starts with a map depends on how the process was started, the
+	// same on every rank, so either every rank makes the collective job.Map or none.
+	m, err := j.ni.Map()
+	if errors.Is(err, portals.NoSpace) {
+		if m, err = jb.Map(ctx, j.ni); errors.Is(err, portals.Ignored) {
+			err = nil // a map is in force already
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	m, err := ni.Map()
+	id, err := j.ni.ID()
 	if err != nil {
 		return nil, err
 	}
-	j.rank, j.size = int(id.Rank), len(m)
-	if j.acks, err = ni.EQAlloc(2*j.size + 8); err != nil {
-		return nil, err
-	}
-	// Parity 0 is linked before parity 1, which the first collective uses: a peer
-	// that took a put there has both linked.
-	for p := range 2 {
-		if j.ct[p], err = ni.CTAlloc(); err != nil {
-			return nil, err
-		}
-		pt, err := ni.PTAlloc(0, nil, ctlPT+portals.PTIndex(p))
-		if err != nil {
-			return nil, err
-		}
-		j.slots[p] = make([]byte, 8*j.size)
-		if j.le[p], err = pt.AppendLE(portals.LESpec{Start: j.slots[p], CT: j.ct[p], UID: portals.UIDAny,
-			Options: portals.MEOpPut | portals.MEEventCTComm}, portals.PriorityList, 0); err != nil {
-			return nil, err
-		}
-	}
-	j.out = make([]byte, 8)
-	if j.outMD, err = ni.MDBind(portals.MDSpec{Start: j.out, EQ: j.acks}); err != nil {
-		return nil, err
+	if len(m) != j.size || int(id.Rank) != j.rank {
+		return nil, fmt.Errorf("%w: the network interface is rank %d of %d, the job says rank %d of %d",
+			portals.Fail, id.Rank, len(m), j.rank, j.size)
 	}
 	return j, nil
 }
 
-// free releases what join made (nil parts are skipped), then the NI.
+// free finalizes the NI (if any) and leaves the job.
 func (j *jobState) free() {
-	for p := range 2 {
-		if j.le[p] != nil {
-			j.le[p].Unlink()
-		}
-		if pt, ok := j.ni.PT(ctlPT + portals.PTIndex(p)); ok {
-			pt.Free()
-		}
-		if j.ct[p] != nil {
-			j.ct[p].Free()
-		}
+	if j.ni != nil {
+		j.ni.Fini()
 	}
-	if j.outMD != nil {
-		j.outMD.Release()
+	j.job.Close()
+}
+
+// collective runs f as the job's next collective, unless an earlier one failed:
+// a rank that gave up midway may have left the others at a different point of the
+// sequence, so every later collective fails with the first failure.
+//
+// The collectives travel over the launcher's connection, beside the engine, while
+// the engine writes window memory holding the NI's lock. Taking that lock
+// (portals.AtomicSync) on both sides of a collective orders the caller's own
+// loads and stores of window memory before it with the engine's accesses that
+// peers start after it, and the engine's accesses completed before it with the
+// caller's after it.
+func (j *jobState) collective(f func() error) error {
+	j.coll.Lock()
+	defer j.coll.Unlock()
+	if j.broken != nil {
+		return j.broken
 	}
-	if j.acks != nil {
-		j.acks.Free()
+	err := portals.AtomicSync()
+	if err == nil {
+		err = f()
 	}
-	j.ni.Fini()
+	if err == nil {
+		err = portals.AtomicSync()
+	}
+	if err != nil {
+		j.broken = err
+	}
+	return err
 }
 
 // allgather is collective: every rank contributes v and gets every rank's value,
 // by rank. When it returns on any rank, every rank has entered it, so whatever a
 // rank did before calling it (linking a window's entry) is done everywhere.
+//
+// It ends with a barrier: the launcher fails the whole job once a rank leaves
+// without closing its connection, so a rank that returns from Open and exits at
+// once must not do so while a peer still reads the values.
 func (j *jobState) allgather(ctx context.Context, v uint64) ([]uint64, error) {
-	j.coll.Lock()
-	defer j.coll.Unlock()
-	if j.broken != nil {
-		return nil, j.broken
-	}
-	// Collectives alternate between the two slot arrays, each with its own
-	// counter. A peer can be at most one collective ahead of this rank: it cannot
-	// finish the next one without this rank's value, sent only after this one is
-	// done. So while this rank waits for collective e, the only puts that reach
-	// array e%2 are those of e itself (no peer can be at e+2), and no peer
-	// overwrites a value of e before this rank has read it.
-	p := int(j.epoch+1) % 2
-	binary.LittleEndian.PutUint64(j.out, v)
-	binary.LittleEndian.PutUint64(j.slots[p][8*j.rank:], v)
-	peers := make([]int, 0, j.size-1)
-	for r := 0; r < j.size; r++ {
-		if r != j.rank {
-			peers = append(peers, r)
+	var vals []uint64
+	err := j.collective(func() error {
+		key := "rma.len." + strconv.FormatUint(exchanges.Add(1), 10)
+		if err := j.job.Put(key, []byte(strconv.FormatUint(v, 10))); err != nil {
+			return err
 		}
-	}
-	if err := j.send(ctx, peers, ctlPT+portals.PTIndex(p), uint64(8*j.rank)); err != nil {
-		// Events of this round may still arrive: the collectives cannot be trusted
-		// any more.
-		j.broken = err
+		if err := j.job.Fence(ctx); err != nil {
+			return err
+		}
+		vals = make([]uint64, j.size)
+		for r := range vals {
+			b, err := j.job.Get(ctx, r, key)
+			if err != nil {
+				return err
+			}
+			if vals[r], err = strconv.ParseUint(string(b), 10, 64); err != nil {
+				return fmt.Errorf("%w: rank %d published %q as its window length", portals.Fail, r, b)
+			}
+		}
+		return j.job.Barrier(ctx)
+	})
+	if err != nil {
 		return nil, err
-	}
-	want := (j.rounds[p] + 1) * uint64(j.size-1)
-	if _, err := waitCount(ctx, j.ct[p], want, func(v portals.CTEvent) bool { return v.Success >= want }); err != nil {
-		j.broken = err
-		return nil, err
-	}
-	j.rounds[p]++
-	j.epoch++
-	vals := make([]uint64, j.size)
-	for r := range vals {
-		vals[r] = binary.LittleEndian.Uint64(j.slots[p][8*r:])
 	}
 	return vals, nil
 }
 
-// send puts out at offset off of entry pt of every peer and waits until out may
-// be reused.
-//
-// The job's first collective asks for acknowledgments: a peer that has not linked
-// its slots yet (it is still joining) drops the put, which is sent again until
-// the peer takes it. Once every peer has taken one, the slots stay linked until
-// the peer leaves, which it does only after the last collective; later
-// collectives need no acknowledgment, and so no answer from a peer that may be
-// leaving.
-func (j *jobState) send(ctx context.Context, peers []int, pt portals.PTIndex, off uint64) error {
-	ack := portals.NoAckReq
-	if j.epoch == 0 {
-		ack = portals.AckReqFull
-	}
-	for wait := 20 * time.Microsecond; len(peers) > 0; wait = min(2*wait, 5*time.Millisecond) {
-		for _, r := range peers {
-			to := portals.Target{ID: portals.ProcessID{Rank: portals.Rank(r)}, PT: pt, Offset: off}
-			if err := j.outMD.All().Put(to, portals.OpOptions{Ack: ack, Cookie: uint64(r)}); err != nil {
-				return err
-			}
-		}
-		perPeer := 1 // EventSend
-		if ack == portals.AckReqFull {
-			perPeer = 2 // and EventAck
-		}
-		var again []int
-		for want := len(peers) * perPeer; want > 0; want-- {
-			ev, err := j.acks.Wait(ctx)
-			if err != nil {
-				return err
-			}
-			switch {
-			case ev.NIFail == portals.NIOK:
-			case ev.Type == portals.EventAck && ev.NIFail == portals.NIDropped:
-				again = append(again, int(ev.UserPtr))
-			default:
-				return fmt.Errorf("rank %d: %w", ev.UserPtr, &RemoteError{Fail: ev.NIFail, Count: 1})
-			}
-		}
-		if peers = again; len(peers) > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return ctx.Err()
-			case <-t.C:
-			}
-		}
-	}
-	return nil
-}
-
 // barrier is collective: it returns once every rank has called it.
 func (j *jobState) barrier(ctx context.Context) error {
-	_, err := j.allgather(ctx, 0)
-	return err
+	return j.collective(func() error { return j.job.Barrier(ctx) })
 }
 
 // takePT reserves the lowest free window index. Windows are opened in the same
@@ -273,7 +208,7 @@ func (j *jobState) barrier(ctx context.Context) error {
 func (j *jobState) takePT() (portals.PTIndex, error) {
 	joined.mu.Lock()
 	defer joined.mu.Unlock()
-	for i := firstWindowPT; int(i) <= j.ni.Limits().MaxPTIndex; i++ {
+	for i := portals.PTIndex(0); int(i) <= j.ni.Limits().MaxPTIndex; i++ {
 		if !j.pts[i] {
 			j.pts[i] = true
 			return i, nil

@@ -18,6 +18,7 @@ import (
 type Window struct {
 	j     *jobState
 	idx   portals.PTIndex
+	hasPT bool // idx is reserved (takePT)
 	mem   []byte
 	pt    *portals.PT
 	le    *portals.LE // nil for an empty window
@@ -71,7 +72,7 @@ func (w *Window) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w.idx = idx
+	w.idx, w.hasPT = idx, true
 	w.chunk = int(min(j.ni.Limits().MaxMsgSize, 1<<30))
 	if w.pt, err = j.ni.PTAlloc(0, nil, idx); err != nil {
 		return err
@@ -91,8 +92,8 @@ func (w *Window) open(ctx context.Context) error {
 			return err
 		}
 	}
-	// The readiness handshake: once every rank has entered this exchange, every
-	// entry is linked.
+	// The readiness handshake: the exchange returns once every rank has entered
+	// it, so every rank's entry is linked by then.
 	w.sizes, err = j.allgather(ctx, uint64(len(w.mem)))
 	return err
 }
@@ -136,7 +137,7 @@ func (w *Window) teardown() {
 	if w.putCT != nil {
 		w.putCT.Free()
 	}
-	if w.idx != 0 {
+	if w.hasPT {
 		w.j.givePT(w.idx)
 	}
 }
