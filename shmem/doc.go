@@ -50,6 +50,6 @@
 // forms of the older API; context options are accepted and recorded but every
 // context is safe for concurrent use.
 //
-// This package imports portals, md and internal/bootstrap (in transport.go
+// This package imports portals and job (in transport.go
 // only); nothing in the module below it imports shmem.
 package shmem
