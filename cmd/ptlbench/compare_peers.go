@@ -99,15 +99,15 @@ func runOurs(ctx context.Context, name string, size int) (float64, error) {
 // parseXferJSON reads the value of column in the row of size from a transfer
 // test's -json output.
 func parseXferJSON(out []byte, column string, size int) (float64, error) {
-	var rows []map[string]float64
+	var rows []map[string]any // numbers, and the "path" that carried the test
 	if err := json.Unmarshal(bytes.TrimSpace(out), &rows); err != nil {
 		return 0, fmt.Errorf("transfer test output is not a JSON array of rows: %v: %q", err, out)
 	}
 	for _, r := range rows {
-		if int(r["size"]) != size {
+		if sz, _ := r["size"].(float64); int(sz) != size {
 			continue
 		}
-		v, ok := r[column]
+		v, ok := r[column].(float64)
 		if !ok {
 			return 0, fmt.Errorf("row of %d bytes lacks %q: %q", size, column, out)
 		}
