@@ -297,7 +297,7 @@ func (c *pidClaim) serveWait(p *Process) {
 	defer c.wg.Done()
 	for {
 		c.lmu.Lock()
-		pend := c.ln.hasPending()
+		pend := c.ln.pendingFDs()
 		c.lmu.Unlock()
 		if !c.ln.wait(pend) {
 			break

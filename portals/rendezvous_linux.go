@@ -30,7 +30,7 @@ type listener struct {
 	fd      int
 	closed  bool
 	inPoll  bool // the goroutine is in poll(2) on fd
-	wakeR   int // the wake pipe: Close writes to it
+	wakeR   int  // the wake pipe: Close writes to it
 	wakeW   int
 	pending []pendingConn // accepted connections whose request has not arrived yet (under the claim's lmu)
 }
@@ -130,6 +130,11 @@ func (l *listener) poll(p *Process) {
 	if len(l.pending) == 0 {
 		return
 	}
+	defer func(before int) {
+		if len(l.pending) > before {
+			unix.Write(l.wakeW, []byte{1}) // the goroutine must watch the new ones
+		}
+	}(len(l.pending) - len(fds))
 	keep := l.pending[:0]
 	var buf [8192]byte
 	for _, pc := range l.pending {
@@ -153,38 +158,57 @@ func (l *listener) poll(p *Process) {
 	l.pending = keep
 }
 
-// hasPending reports whether accepted connections wait for their request. Called
-// with the claim's lmu held.
-func (l *listener) hasPending() bool { return len(l.pending) > 0 }
+// pendingFDs returns the connections waiting for their request. Called with the
+// claim's lmu held.
+func (l *listener) pendingFDs() []int {
+	fds := make([]int, len(l.pending))
+	for i, pc := range l.pending {
+		fds[i] = pc.fd
+	}
+	return fds
+}
 
-// wait blocks until a connection waits at the socket (true) or the socket is
-// closed (false). With connections pending their request it only naps.
-func (l *listener) wait(hasPending bool) bool {
+// wait blocks until a connection or a request waits (true) or the socket is closed
+// (false). pending are the accepted connections whose request has not arrived:
+// their requests wake it too. A poll from progress that leaves new pending
+// connections writes to the wake pipe, so the wait takes them in.
+func (l *listener) wait(pending []int) bool {
 	for {
 		l.mu.Lock()
 		closed, fd := l.closed, l.fd
-		l.inPoll = !closed && !hasPending
+		l.inPoll = !closed
 		l.mu.Unlock()
 		if closed {
 			return false
 		}
-		if hasPending {
-			time.Sleep(50 * time.Microsecond)
-			return true
-		}
 		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(l.wakeR), Events: unix.POLLIN}}
-		n, err := unix.Poll(pfd, -1)
+		for _, p := range pending {
+			pfd = append(pfd, unix.PollFd{Fd: int32(p), Events: unix.POLLIN})
+		}
+		timeout := -1
+		if len(pending) > 0 {
+			timeout = 100 // ms: pending connections expire
+		}
+		n, err := unix.Poll(pfd, timeout)
 		l.mu.Lock()
 		l.inPoll = false
 		l.idle.Broadcast()
+		closed = l.closed
 		l.mu.Unlock()
+		if closed {
+			return false
+		}
 		if err == unix.EINTR {
 			continue
 		}
-		if err != nil || pfd[1].Revents != 0 {
-			return false // closed (the only writer of the wake pipe is Close)
+		if err != nil {
+			return false
 		}
-		if n > 0 {
+		if pfd[1].Revents != 0 {
+			var b [64]byte
+			unix.Read(l.wakeR, b[:]) // drained: the pending set changed
+		}
+		if n > 0 || len(pending) > 0 {
 			return true
 		}
 	}
