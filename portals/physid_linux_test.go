@@ -99,8 +99,8 @@ func TestJobMapReplacedBySetMapOnce(t *testing.T) {
 func TestLazyConnectionByPhysID(t *testing.T) {
 	tgt, _ := localNI(t, NIMatching|NIPhysical)
 	ini, _ := localNI(t, NIMatching|NIPhysical)
-	if n := len(ini.peerList()) + len(tgt.peerList()); n != 0 {
-		t.Fatalf("%d connections before any operation", n)
+	if n := peersTo(ini, tgt) + peersTo(tgt, ini); n != 0 {
+		t.Fatalf("%d connections between the NIs before any operation", n)
 	}
 	q := mustEQn(t, tgt, 8)
 	if _, err := tgt.PTAlloc(0, q, 1); err != nil {
@@ -127,9 +127,20 @@ func TestLazyConnectionByPhysID(t *testing.T) {
 	if string(buf) != "lazyconn" {
 		t.Errorf("target holds %q", buf)
 	}
-	if n := len(ini.peerList()); n != 1 {
-		t.Errorf("initiator has %d connections after two puts to one target, want 1", n)
+	if n := peersTo(ini, tgt); n != 1 {
+		t.Errorf("initiator has %d connections to the target after two puts, want 1", n)
 	}
+}
+
+// peersTo counts from's connections to to.
+func peersTo(from, to *NI) int {
+	n := 0
+	for _, pr := range from.peerList() {
+		if pr.id.PID == to.self.PID && pr.id.NID == to.self.NID {
+			n++
+		}
+	}
+	return n
 }
 
 // A target that cannot be reached (another nid, a pid no process holds, a process
