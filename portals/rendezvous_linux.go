@@ -100,8 +100,20 @@ func (l *listener) dropPending() {
 		unix.Close(pc.fd)
 	}
 	l.pending = nil
+	l.mu.Lock()
 	unix.Close(l.wakeR)
 	unix.Close(l.wakeW)
+	l.wakeR, l.wakeW = -1, -1
+	l.mu.Unlock()
+}
+
+// wake wakes the goroutine, unless the socket is closed (the pipe may be gone).
+func (l *listener) wake() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		unix.Write(l.wakeW, []byte{1})
+	}
 }
 
 // accept accepts every connection waiting, without blocking.
@@ -132,7 +144,7 @@ func (l *listener) poll(p *Process) {
 	}
 	defer func(before int) {
 		if len(l.pending) > before {
-			unix.Write(l.wakeW, []byte{1}) // the goroutine must watch the new ones
+			l.wake() // the goroutine must watch the new ones
 		}
 	}(len(l.pending) - len(fds))
 	keep := l.pending[:0]
