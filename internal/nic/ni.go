@@ -170,29 +170,41 @@ func grantLimits(desired *Limits) Limits {
 // answers). A bad
 // environment knob (see regcache.CheckEnv) is Fail.
 func (p *Process) NIInit(iface Interface, opts NIOptions, pid PID, desired *Limits) (*NI, error) {
+	ni, fresh, err := p.niInit(iface, opts, pid, desired)
+	if fresh {
+		// The connection to itself opens now (a process that targets itself does
+		// so at once, often without waiting: the reference's tests sleep a few
+		// milliseconds and look). A failure is retried on first use.
+		ni.connectTo(ni.physID())
+	}
+	return ni, err
+}
+
+// niInit is NIInit under the process lock; fresh says the NI is new.
+func (p *Process) niInit(iface Interface, opts NIOptions, pid PID, desired *Limits) (_ *NI, fresh bool, _ error) {
 	const name = "PtlNIInit"
 	if iface != IfaceDefault && iface != 0 {
-		return nil, opErr(name, ArgInvalid, fmt.Errorf("no interface %d", iface))
+		return nil, false, opErr(name, ArgInvalid, fmt.Errorf("no interface %d", iface))
 	}
 	slot, ok := niSlot(opts)
 	if !ok {
-		return nil, opErr(name, ArgInvalid, fmt.Errorf("options %#x", uint32(opts)))
+		return nil, false, opErr(name, ArgInvalid, fmt.Errorf("options %#x", uint32(opts)))
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return nil, opErr(name, NoInit, fmt.Errorf("process closed"))
+		return nil, false, opErr(name, NoInit, fmt.Errorf("process closed"))
 	}
 	if ni := p.nis[slot]; ni != nil {
 		ni.refs++
-		return ni, nil
+		return ni, false, nil
 	}
 	if pid > PIDAny {
-		return nil, opErr(name, ArgInvalid, fmt.Errorf("pid %#x above PID_ANY", uint32(pid)))
+		return nil, false, opErr(name, ArgInvalid, fmt.Errorf("pid %#x above PID_ANY", uint32(pid)))
 	}
 	// The pin cache is made on first use: its environment knobs are checked now.
 	if err := regcache.CheckEnv(); err != nil {
-		return nil, opErr(name, Fail, err)
+		return nil, false, opErr(name, Fail, err)
 	}
 	// All NIs of a process have its pid: the first claims it on the node (PID_ANY: a
 	// free one), the others take it and refuse any other.
@@ -202,14 +214,14 @@ func (p *Process) NIInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 		if claim, err = claimPID(pid); err != nil {
 			switch {
 			case errors.Is(err, errPIDInUse):
-				return nil, opErr(name, PIDInUse, fmt.Errorf("pid %d", pid))
+				return nil, false, opErr(name, PIDInUse, fmt.Errorf("pid %d", pid))
 			case errors.Is(err, errNoFreePID):
-				return nil, opErr(name, NoSpace, err)
+				return nil, false, opErr(name, NoSpace, err)
 			}
-			return nil, opErr(name, Fail, err)
+			return nil, false, opErr(name, Fail, err)
 		}
 	} else if pid != PIDAny && pid != claim.pid {
-		return nil, opErr(name, ArgInvalid, fmt.Errorf("pid %d: the NIs of this process have pid %d", pid, claim.pid))
+		return nil, false, opErr(name, ArgInvalid, fmt.Errorf("pid %d: the NIs of this process have pid %d", pid, claim.pid))
 	}
 	lim := grantLimits(desired)
 	ni := &NI{proc: p, slot: slot, opts: opts, limits: lim, refs: 1,
@@ -217,7 +229,7 @@ func (p *Process) NIInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 		pts: make([]*pt, lim.MaxPTIndex+1), ops: map[uint64]*initOp{}, tops: map[uint64]*targetOp{},
 		eqs: map[*EQ]struct{}{}, cts: map[*CT]struct{}{}, byPhys: map[physKey]*peer{},
 		stop: make(chan struct{}), kickCh: make(chan struct{}, 1)}
-	fail := func(err error) (*NI, error) {
+	fail := func(err error) (*NI, bool, error) {
 		ni.release()
 		if p.pid == nil {
 			claim.release()
@@ -225,9 +237,9 @@ func (p *Process) NIInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 			p.jobMap = nil
 		}
 		if errors.Is(err, verbs.ErrMemlock) || errors.Is(err, verbs.ErrNoResources) {
-			return nil, opErr(name, NoSpace, err)
+			return nil, false, opErr(name, NoSpace, err)
 		}
-		return nil, opErr(name, Fail, err)
+		return nil, false, opErr(name, Fail, err)
 	}
 	if err := ni.open(); err != nil {
 		return fail(err)
@@ -258,7 +270,7 @@ func (p *Process) NIInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 	go ni.runTriggers()
 	p.nis[slot] = ni
 	p.pid = claim
-	return ni, nil
+	return ni, true, nil
 }
 
 // open opens the verbs objects the NI's connections share: a context, a

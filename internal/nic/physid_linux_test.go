@@ -1,8 +1,10 @@
 package nic
 
 import (
+	"context"
 	"net"
 	"testing"
+	"time"
 )
 
 // localNI returns an NI of a process that belongs to no job (no runtime), closed
@@ -97,8 +99,8 @@ func TestJobMapReplacedBySetMapOnce(t *testing.T) {
 func TestLazyConnectionByPhysID(t *testing.T) {
 	tgt, _ := localNI(t, NIMatching|NIPhysical)
 	ini, _ := localNI(t, NIMatching|NIPhysical)
-	if n := len(ini.peerList()) + len(tgt.peerList()); n != 0 {
-		t.Fatalf("%d connections before any operation", n)
+	if n := peersTo(ini, tgt) + peersTo(tgt, ini); n != 0 {
+		t.Fatalf("%d connections between the NIs before any operation", n)
 	}
 	q := mustEQn(t, tgt, 8)
 	if _, err := tgt.PTAlloc(0, q, 1); err != nil {
@@ -125,9 +127,20 @@ func TestLazyConnectionByPhysID(t *testing.T) {
 	if string(buf) != "lazyconn" {
 		t.Errorf("target holds %q", buf)
 	}
-	if n := len(ini.peerList()); n != 1 {
-		t.Errorf("initiator has %d connections after two puts to one target, want 1", n)
+	if n := peersTo(ini, tgt); n != 1 {
+		t.Errorf("initiator has %d connections to the target after two puts, want 1", n)
 	}
+}
+
+// peersTo counts from's connections to to.
+func peersTo(from, to *NI) int {
+	n := 0
+	for _, pr := range from.peerList() {
+		if pr.id.PID == to.self.PID && pr.id.NID == to.self.NID {
+			n++
+		}
+	}
+	return n
 }
 
 // A target that cannot be reached (another nid, a pid no process holds, a process
@@ -177,5 +190,45 @@ func TestUnreachableTargetsAreUndeliverable(t *testing.T) {
 	}
 	if err := m.Release(); err != nil {
 		t.Errorf("MD release after failed operations: %v", err)
+	}
+}
+
+// BenchmarkConnect measures opening a connection: the rendezvous and both queue
+// pairs (in this OS process: the request is handed over directly).
+func BenchmarkConnect(b *testing.B) {
+	tgt, _ := localNI(b, NIMatching|NIPhysical)
+	for i := 0; i < b.N; i++ {
+		ini, p := localNI(b, NIMatching|NIPhysical)
+		mustPeer(b, ini, tgt)
+		b.StopTimer()
+		p.Close()
+		b.StartTimer()
+	}
+}
+
+// A process whose application makes no call still answers connection requests
+// through its socket (its listener goroutine): the request goes over the node's
+// rendezvous, not the in-process table.
+func TestRendezvousSocketServedWithoutCalls(t *testing.T) {
+	tgt, _ := localNI(t, NIMatching|NIPhysical)
+	ini, _ := localNI(t, NIMatching|NIPhysical)
+	time.Sleep(50 * time.Millisecond) // the target's progress goroutine goes to sleep
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		slot uint16
+		want uint32
+	}{{uint16(tgt.slot), connFailed}, {3, connNoNI}} {
+		nc, err := ini.dialNode(ctx, tgt.physID().PID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A request whose queue pair address is garbage: the target cannot connect.
+		req := connectRequest{slot: tc.slot, from: ini.physID(), addr: []byte("not an address")}
+		rep, err := nc.exchange(ctx, ini, tgt.physID().PID, &req)
+		nc.close()
+		if err != nil || rep.status != tc.want {
+			t.Errorf("slot %d: answer %+v %v, want status %d", tc.slot, rep, err, tc.want)
+		}
 	}
 }

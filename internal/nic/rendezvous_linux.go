@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"syscall"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -22,11 +21,18 @@ import (
 // rendezvousName is the abstract socket name of a pid.
 func rendezvousName(pid PID) string { return fmt.Sprintf("@goportals.pid%d", pid) }
 
-// listener is the process's rendezvous socket.
+// listener is the process's rendezvous socket. Its goroutine blocks in poll(2) on
+// the socket and a wake pipe (not in the runtime's poller: it must wake however
+// busy the process's goroutines are); progress accepts without blocking.
 type listener struct {
-	f       *os.File // the listening socket, registered with the runtime's poller
-	rc      syscall.RawConn
-	pending []pendingConn // accepted connections whose request has not arrived yet
+	mu      sync.Mutex // a leaf lock: guards fd against Close
+	idle    sync.Cond  // signaled when the goroutine leaves poll(2)
+	fd      int
+	closed  bool
+	inPoll  bool // the goroutine is in poll(2) on fd
+	wakeR   int  // the wake pipe: Close writes to it
+	wakeW   int
+	pending []pendingConn // accepted connections whose request has not arrived yet (under the claim's lmu)
 }
 
 // pendingConn is an accepted connection waiting for its request.
@@ -53,41 +59,82 @@ func listenPID(pid PID) (*listener, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("rendezvous listen: %w", err)
 	}
-	f := os.NewFile(uintptr(fd), rendezvousName(pid))
-	rc, err := f.SyscallConn()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("rendezvous socket: %w", err)
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("rendezvous wake pipe: %w", err)
 	}
-	return &listener{f: f, rc: rc}, nil
+	l := &listener{fd: fd, wakeR: p[0], wakeW: p[1]}
+	l.idle.L = &l.mu
+	return l, nil
 }
 
-// Close closes the socket: the name is free again, and the listener's goroutine
-// ends.
-func (l *listener) Close() error { return l.f.Close() }
+// Close closes the socket (the name is free again) and wakes the listener's
+// goroutine, which then ends. Without a goroutine (see testNoHelpers) it also
+// closes the wake pipe.
+func (l *listener) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	unix.Write(l.wakeW, []byte{1})
+	// poll(2) holds the socket until it returns: close it once the goroutine is out,
+	// so the name is free when Close returns.
+	for l.inPoll {
+		l.idle.Wait()
+	}
+	err := unix.Close(l.fd)
+	if testNoHelpers.Load() {
+		unix.Close(l.wakeR)
+		unix.Close(l.wakeW)
+	}
+	return err
+}
 
-// dropPending closes the connections still waiting for their request. Called with
-// the claim's lmu held, once the socket is closed.
+// dropPending closes the connections still waiting for their request and the wake
+// pipe. Called by the goroutine as it ends, with the claim's lmu held.
 func (l *listener) dropPending() {
 	for _, pc := range l.pending {
 		unix.Close(pc.fd)
 	}
 	l.pending = nil
+	l.mu.Lock()
+	unix.Close(l.wakeR)
+	unix.Close(l.wakeW)
+	l.wakeR, l.wakeW = -1, -1
+	l.mu.Unlock()
+}
+
+// wake wakes the goroutine, unless the socket is closed (the pipe may be gone).
+func (l *listener) wake() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		unix.Write(l.wakeW, []byte{1})
+	}
+}
+
+// accept accepts every connection waiting, without blocking.
+func (l *listener) accept() []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var fds []int
+	for !l.closed {
+		nfd, _, err := unix.Accept4(l.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		if err != nil {
+			break
+		}
+		fds = append(fds, nfd)
+	}
+	return fds
 }
 
 // poll accepts and serves what waits, without blocking. Called with the claim's
 // lmu held.
 func (l *listener) poll(p *Process) {
-	var fds []int
-	l.rc.Control(func(fd uintptr) {
-		for {
-			nfd, _, err := unix.Accept4(int(fd), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
-			if err != nil {
-				return
-			}
-			fds = append(fds, nfd)
-		}
-	})
+	fds := l.accept()
 	now := time.Now()
 	for _, fd := range fds {
 		l.pending = append(l.pending, pendingConn{fd: fd, deadline: now.Add(5 * time.Second)})
@@ -95,6 +142,11 @@ func (l *listener) poll(p *Process) {
 	if len(l.pending) == 0 {
 		return
 	}
+	defer func(before int) {
+		if len(l.pending) > before {
+			l.wake() // the goroutine must watch the new ones
+		}
+	}(len(l.pending) - len(fds))
 	keep := l.pending[:0]
 	var buf [8192]byte
 	for _, pc := range l.pending {
@@ -118,24 +170,60 @@ func (l *listener) poll(p *Process) {
 	l.pending = keep
 }
 
-// hasPending reports whether accepted connections wait for their request. Called
-// by the listener's goroutine, which alone waits, with lmu not held: a stale answer
-// only costs a nap or a poll.
-func (l *listener) hasPending() bool { return len(l.pending) > 0 }
-
-// wait blocks until a connection waits at the socket (true) or the socket is
-// closed (false). With connections pending their request it only naps.
-func (l *listener) wait(hasPending bool) bool {
-	if hasPending {
-		time.Sleep(50 * time.Microsecond)
-		return true
+// pendingFDs returns the connections waiting for their request. Called with the
+// claim's lmu held.
+func (l *listener) pendingFDs() []int {
+	fds := make([]int, len(l.pending))
+	for i, pc := range l.pending {
+		fds[i] = pc.fd
 	}
-	err := l.rc.Read(func(fd uintptr) bool {
-		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(pfd, 0)
-		return err == nil && n > 0
-	})
-	return err == nil
+	return fds
+}
+
+// wait blocks until a connection or a request waits (true) or the socket is closed
+// (false). pending are the accepted connections whose request has not arrived:
+// their requests wake it too. A poll from progress that leaves new pending
+// connections writes to the wake pipe, so the wait takes them in.
+func (l *listener) wait(pending []int) bool {
+	for {
+		l.mu.Lock()
+		closed, fd := l.closed, l.fd
+		l.inPoll = !closed
+		l.mu.Unlock()
+		if closed {
+			return false
+		}
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(l.wakeR), Events: unix.POLLIN}}
+		for _, p := range pending {
+			pfd = append(pfd, unix.PollFd{Fd: int32(p), Events: unix.POLLIN})
+		}
+		timeout := -1
+		if len(pending) > 0 {
+			timeout = 100 // ms: pending connections expire
+		}
+		n, err := unix.Poll(pfd, timeout)
+		l.mu.Lock()
+		l.inPoll = false
+		l.idle.Broadcast()
+		closed = l.closed
+		l.mu.Unlock()
+		if closed {
+			return false
+		}
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return false
+		}
+		if pfd[1].Revents != 0 {
+			var b [64]byte
+			unix.Read(l.wakeR, b[:]) // drained: the pending set changed
+		}
+		if n > 0 || len(pending) > 0 {
+			return true
+		}
+	}
 }
 
 // nodeConn is an open rendezvous connection to another process of the node.

@@ -15,11 +15,11 @@ type listener struct{}
 
 func listenPID(pid PID) (*listener, error) { return nil, nil }
 
-func (l *listener) Close() error              { return nil }
-func (l *listener) poll(p *Process)           {}
-func (l *listener) wait(hasPending bool) bool { return false }
-func (l *listener) hasPending() bool          { return false }
-func (l *listener) dropPending()              {}
+func (l *listener) Close() error            { return nil }
+func (l *listener) poll(p *Process)         {}
+func (l *listener) wait(pending []int) bool { return false }
+func (l *listener) pendingFDs() []int       { return nil }
+func (l *listener) dropPending()            {}
 
 // nodeConn is absent off Linux.
 type nodeConn struct{}
