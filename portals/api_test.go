@@ -164,6 +164,13 @@ func TestTriggeredPutOption(t *testing.T) {
 
 func TestNilHandles(t *testing.T) {
 	var ni *portals.NI
+	if _, err := ni.EQAlloc(1); !errors.Is(err, portals.NoInit) {
+		t.Fatalf("EQAlloc on nil NI before Init: %v, want NO_INIT", err)
+	}
+	if err := portals.Init(); err != nil {
+		t.Fatal(err)
+	}
+	defer portals.Fini()
 	if _, err := ni.EQAlloc(1); !errors.Is(err, portals.ArgInvalid) {
 		t.Fatalf("EQAlloc on nil NI: %v", err)
 	}
@@ -180,6 +187,24 @@ func TestNilHandles(t *testing.T) {
 	var c *portals.CT
 	if err := c.Inc(portals.CTEvent{}); !errors.Is(err, portals.ArgInvalid) {
 		t.Fatalf("Inc on nil CT: %v", err)
+	}
+	// A zero handle value names nothing: refused in calls and in specs alike.
+	if err := (&portals.CT{}).Inc(portals.CTEvent{}); !errors.Is(err, portals.ArgInvalid) {
+		t.Fatalf("Inc on a zero CT: %v", err)
+	}
+	if _, err := (&portals.EQ{}).Get(); !errors.Is(err, portals.ArgInvalid) {
+		t.Fatalf("Get on a zero EQ: %v", err)
+	}
+	real, err := portals.NIInit(portals.IfaceDefault, portals.NIMatching|portals.NIPhysical, portals.PIDAny, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer real.Fini()
+	if _, err := real.MDBind(portals.MDSpec{Start: make([]byte, 8), EQ: &portals.EQ{}}); !errors.Is(err, portals.ArgInvalid) {
+		t.Fatalf("MDBind with a zero EQ: %v", err)
+	}
+	if _, err := real.MDBind(portals.MDSpec{Start: make([]byte, 8), CT: &portals.CT{}}); !errors.Is(err, portals.ArgInvalid) {
+		t.Fatalf("MDBind with a zero CT: %v", err)
 	}
 }
 

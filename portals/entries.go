@@ -59,8 +59,11 @@ func (s LESpec) core() nic.LESpec {
 // priority list first searches the unexpected headers: a match is delivered at
 // once, as an overflow event.
 func (p *PT) Append(s MESpec, list List, cookie uint64) (*ME, error) {
-	if p == nil {
+	if p == nil || p.ni == nil || p.ni.n == nil {
 		return nil, errNil("PtlMEAppend", "portal table entry")
+	}
+	if s.CT.invalid() {
+		return nil, errInvalid("PtlMEAppend", "counting event")
 	}
 	e, err := p.ni.n.MEAppend(nic.PTIndex(p.idx), s.core(), list, cookie)
 	if err != nil {
@@ -71,8 +74,11 @@ func (p *PT) Append(s MESpec, list List, cookie uint64) (*ME, error) {
 
 // AppendLE appends a list entry to list of a non-matching NI's entry (PtlLEAppend).
 func (p *PT) AppendLE(s LESpec, list List, cookie uint64) (*LE, error) {
-	if p == nil {
+	if p == nil || p.ni == nil || p.ni.n == nil {
 		return nil, errNil("PtlLEAppend", "portal table entry")
+	}
+	if s.CT.invalid() {
+		return nil, errInvalid("PtlLEAppend", "counting event")
 	}
 	e, err := p.ni.n.LEAppend(nic.PTIndex(p.idx), s.core(), list, cookie)
 	if err != nil {
@@ -85,16 +91,22 @@ func (p *PT) AppendLE(s LESpec, list List, cookie uint64) (*LE, error) {
 // matches (PtlMESearch): SearchOnly reports them, SearchDelete reports and removes
 // them, each as an EventSearch carrying cookie.
 func (p *PT) Search(s MESpec, op SearchOp, cookie uint64) error {
-	if p == nil {
+	if p == nil || p.ni == nil || p.ni.n == nil {
 		return errNil("PtlMESearch", "portal table entry")
+	}
+	if s.CT.invalid() {
+		return errInvalid("PtlMESearch", "counting event")
 	}
 	return p.ni.n.MESearch(nic.PTIndex(p.idx), s.core(), op, cookie)
 }
 
 // SearchLE is Search on a non-matching NI (PtlLESearch).
 func (p *PT) SearchLE(s LESpec, op SearchOp, cookie uint64) error {
-	if p == nil {
+	if p == nil || p.ni == nil || p.ni.n == nil {
 		return errNil("PtlLESearch", "portal table entry")
+	}
+	if s.CT.invalid() {
+		return errInvalid("PtlLESearch", "counting event")
 	}
 	return p.ni.n.LESearch(nic.PTIndex(p.idx), s.core(), op, cookie)
 }
@@ -105,7 +117,7 @@ func (m *ME) NI() *NI { return m.ni }
 // Unlink removes the entry (PtlMEUnlink, PtlLEUnlink): InUse while a message is
 // being delivered into it.
 func (m *ME) Unlink() error {
-	if m == nil {
+	if m == nil || m.e == nil {
 		return errNil("PtlMEUnlink", "match entry")
 	}
 	return m.e.Unlink()

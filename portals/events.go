@@ -2,7 +2,10 @@ package portals
 
 import (
 	"context"
+	"fmt"
 	"iter"
+
+	"github.com/goportals/goportals/ptlerr"
 
 	"github.com/goportals/goportals/internal/nic"
 )
@@ -15,7 +18,7 @@ type EQ struct {
 
 // EQAlloc allocates an event queue of count events (PtlEQAlloc).
 func (ni *NI) EQAlloc(count int) (*EQ, error) {
-	if ni == nil {
+	if ni == nil || ni.n == nil {
 		return nil, errNil("PtlEQAlloc", "NI")
 	}
 	q, err := ni.n.EQAlloc(count)
@@ -30,7 +33,7 @@ func (e *EQ) NI() *NI { return e.ni }
 
 // Free releases the queue (PtlEQFree); callers waiting on it return Interrupted.
 func (e *EQ) Free() error {
-	if e == nil {
+	if e == nil || e.q == nil {
 		return errNil("PtlEQFree", "event queue")
 	}
 	return e.q.Free()
@@ -40,7 +43,7 @@ func (e *EQ) Free() error {
 // engine's progress once: EQEmpty when there is none, EQDropped with a valid event
 // after an overflow. An empty poll allocates nothing.
 func (e *EQ) Get() (Event, error) {
-	if e == nil {
+	if e == nil || e.q == nil {
 		return Event{}, errNil("PtlEQGet", "event queue")
 	}
 	return e.q.Get()
@@ -49,7 +52,7 @@ func (e *EQ) Get() (Event, error) {
 // Wait returns the next event, driving the engine while it waits (PtlEQWait). It
 // gives up when ctx ends (EQEmpty joined with the context's error).
 func (e *EQ) Wait(ctx context.Context) (Event, error) {
-	if e == nil {
+	if e == nil || e.q == nil {
 		return Event{}, errNil("PtlEQWait", "event queue")
 	}
 	return e.q.Wait(ctx)
@@ -78,7 +81,7 @@ func (e *EQ) Events(ctx context.Context) iter.Seq2[Event, error] {
 func Poll(ctx context.Context, eqs ...*EQ) (Event, int, error) {
 	qs := make([]*nic.EQ, len(eqs))
 	for i, e := range eqs {
-		if e == nil {
+		if e == nil || e.q == nil {
 			return Event{}, -1, errNil("PtlEQPoll", "event queue")
 		}
 		qs[i] = e.q
@@ -95,7 +98,7 @@ type CT struct {
 
 // CTAlloc allocates a counting event at zero (PtlCTAlloc).
 func (ni *NI) CTAlloc() (*CT, error) {
-	if ni == nil {
+	if ni == nil || ni.n == nil {
 		return nil, errNil("PtlCTAlloc", "NI")
 	}
 	c, err := ni.n.CTAlloc()
@@ -108,8 +111,20 @@ func (ni *NI) CTAlloc() (*CT, error) {
 // NI returns the network interface the counter belongs to (PtlNIHandle).
 func (c *CT) NI() *NI { return c.ni }
 
+// invalid reports a handle that names no counter (a zero CT value, or one from
+// no CTAlloc), as opposed to nil, which means "none" in a spec.
+func (c *CT) invalid() bool { return c != nil && c.c == nil }
+
+// invalid reports a non-nil handle that names no event queue.
+func (e *EQ) invalid() bool { return e != nil && e.q == nil }
+
+// errInvalid is the error of a spec or option naming an invalid handle.
+func errInvalid(op, what string) error {
+	return ptlerr.New(op, ArgInvalid, fmt.Errorf("invalid %s handle", what))
+}
+
 func (c *CT) core() *nic.CT {
-	if c == nil {
+	if c == nil || c.c == nil {
 		return nil
 	}
 	return c.c
@@ -118,7 +133,7 @@ func (c *CT) core() *nic.CT {
 // Free releases the counter (PtlCTFree); waiters return Interrupted and pending
 // triggered operations on it are dropped.
 func (c *CT) Free() error {
-	if c == nil {
+	if c == nil || c.c == nil {
 		return errNil("PtlCTFree", "counting event")
 	}
 	return c.c.Free()
@@ -126,7 +141,7 @@ func (c *CT) Free() error {
 
 // Get returns the counter's value without blocking (PtlCTGet).
 func (c *CT) Get() (CTEvent, error) {
-	if c == nil {
+	if c == nil || c.c == nil {
 		return CTEvent{}, errNil("PtlCTGet", "counting event")
 	}
 	return c.c.Get()
@@ -136,7 +151,7 @@ func (c *CT) Get() (CTEvent, error) {
 // as the specification says: a failure ends every wait), driving the engine
 // while it waits; it gives up when ctx ends (CTNoneReached).
 func (c *CT) Wait(ctx context.Context, test uint64) (CTEvent, error) {
-	if c == nil {
+	if c == nil || c.c == nil {
 		return CTEvent{}, errNil("PtlCTWait", "counting event")
 	}
 	return c.c.Wait(ctx, test)
@@ -144,7 +159,7 @@ func (c *CT) Wait(ctx context.Context, test uint64) (CTEvent, error) {
 
 // Set sets the counter (PtlCTSet), which may release triggered operations.
 func (c *CT) Set(v CTEvent) error {
-	if c == nil {
+	if c == nil || c.c == nil {
 		return errNil("PtlCTSet", "counting event")
 	}
 	return c.c.Set(v)
@@ -152,7 +167,7 @@ func (c *CT) Set(v CTEvent) error {
 
 // Inc adds v to the counter (PtlCTInc), which may release triggered operations.
 func (c *CT) Inc(v CTEvent) error {
-	if c == nil {
+	if c == nil || c.c == nil {
 		return errNil("PtlCTInc", "counting event")
 	}
 	return c.c.Inc(v)
@@ -160,7 +175,7 @@ func (c *CT) Inc(v CTEvent) error {
 
 // IncWhen adds v to c when t's counter reaches t's threshold (PtlTriggeredCTInc).
 func (c *CT) IncWhen(t Trigger, v CTEvent) error {
-	if c == nil || t.CT == nil {
+	if c == nil || c.c == nil || t.CT == nil || t.CT.c == nil {
 		return errNil("PtlTriggeredCTInc", "counting event")
 	}
 	return nic.TriggeredCTInc(c.c, v, t.CT.c, t.Threshold)
@@ -168,7 +183,7 @@ func (c *CT) IncWhen(t Trigger, v CTEvent) error {
 
 // SetWhen sets c to v when t's counter reaches t's threshold (PtlTriggeredCTSet).
 func (c *CT) SetWhen(t Trigger, v CTEvent) error {
-	if c == nil || t.CT == nil {
+	if c == nil || c.c == nil || t.CT == nil || t.CT.c == nil {
 		return errNil("PtlTriggeredCTSet", "counting event")
 	}
 	return nic.TriggeredCTSet(c.c, v, t.CT.c, t.Threshold)
@@ -177,7 +192,7 @@ func (c *CT) SetWhen(t Trigger, v CTEvent) error {
 // CancelTriggered drops the triggered operations still waiting on the counter
 // (PtlCTCancelTriggered).
 func (c *CT) CancelTriggered() error {
-	if c == nil {
+	if c == nil || c.c == nil {
 		return errNil("PtlCTCancelTriggered", "counting event")
 	}
 	return c.c.CancelTriggered()
@@ -189,7 +204,7 @@ func (c *CT) CancelTriggered() error {
 func PollCT(ctx context.Context, cts []*CT, tests []uint64) (CTEvent, int, error) {
 	cs := make([]*nic.CT, len(cts))
 	for i, c := range cts {
-		if c == nil {
+		if c == nil || c.c == nil {
 			return CTEvent{}, -1, errNil("PtlCTPoll", "counting event")
 		}
 		cs[i] = c.c

@@ -1,11 +1,9 @@
 package portals
 
 import (
-	"fmt"
 	"sync"
 
 	"github.com/goportals/goportals/internal/nic"
-	"github.com/goportals/goportals/ptlerr"
 )
 
 // Init initializes the library (PtlInit). Init may be called several times; each
@@ -61,13 +59,13 @@ func wrapNI(n *nic.NI) *NI {
 
 // errNil is the error of a call on a nil handle.
 func errNil(op, what string) error {
-	return ptlerr.New(op, ArgInvalid, fmt.Errorf("nil %s handle", what))
+	return nic.NilHandle(op, what+" handle")
 }
 
 // Fini releases one NIInit (PtlNIFini); the last one finalizes the interface and
 // frees everything bound to it.
 func (ni *NI) Fini() error {
-	if ni == nil {
+	if ni == nil || ni.n == nil {
 		return errNil("PtlNIFini", "NI")
 	}
 	return ni.n.Fini()
@@ -88,7 +86,7 @@ func (ni *NI) Logical() bool { return ni.n.Logical() }
 // ID returns the process id of this process on the NI (PtlGetId): its rank on a
 // logical NI, its node and process ids on a physical one.
 func (ni *NI) ID() (ProcessID, error) {
-	if ni == nil {
+	if ni == nil || ni.n == nil {
 		return ProcessID{}, errNil("PtlGetId", "NI")
 	}
 	return ni.n.ID()
@@ -97,7 +95,7 @@ func (ni *NI) ID() (ProcessID, error) {
 // PhysID returns the physical id (node and process ids) of this process
 // (PtlGetPhysId), which another process uses to reach it or puts in its map.
 func (ni *NI) PhysID() (ProcessID, error) {
-	if ni == nil {
+	if ni == nil || ni.n == nil {
 		return ProcessID{}, errNil("PtlGetPhysId", "NI")
 	}
 	return ni.n.PhysID()
@@ -105,7 +103,7 @@ func (ni *NI) PhysID() (ProcessID, error) {
 
 // UID returns the user id this process sends with its messages (PtlGetUid).
 func (ni *NI) UID() (UID, error) {
-	if ni == nil {
+	if ni == nil || ni.n == nil {
 		return 0, errNil("PtlGetUid", "NI")
 	}
 	return ni.n.UID()
@@ -113,7 +111,7 @@ func (ni *NI) UID() (UID, error) {
 
 // Status reads a status register (PtlNIStatus).
 func (ni *NI) Status(sr SR) (uint64, error) {
-	if ni == nil {
+	if ni == nil || ni.n == nil {
 		return 0, errNil("PtlNIStatus", "NI")
 	}
 	return ni.n.Status(nic.SR(sr))
@@ -122,7 +120,7 @@ func (ni *NI) Status(sr SR) (uint64, error) {
 // SetMap sets the logical-to-physical map of a logical NI (PtlSetMap): rank i is
 // m[i], a physical id another process obtained from its PhysID.
 func (ni *NI) SetMap(m []ProcessID) error {
-	if ni == nil {
+	if ni == nil || ni.n == nil {
 		return errNil("PtlSetMap", "NI")
 	}
 	return ni.n.SetMap(m)
@@ -130,7 +128,7 @@ func (ni *NI) SetMap(m []ProcessID) error {
 
 // Map returns a copy of the logical map of a logical NI (PtlGetMap).
 func (ni *NI) Map() ([]ProcessID, error) {
-	if ni == nil {
+	if ni == nil || ni.n == nil {
 		return nil, errNil("PtlGetMap", "NI")
 	}
 	return ni.n.Map()
@@ -139,7 +137,7 @@ func (ni *NI) Map() ([]ProcessID, error) {
 // StartBundle and EndBundle bracket a group of operations the NI may aggregate
 // (PtlStartBundle, PtlEndBundle); they are hints.
 func (ni *NI) StartBundle() error {
-	if ni == nil {
+	if ni == nil || ni.n == nil {
 		return errNil("PtlStartBundle", "NI")
 	}
 	return ni.n.StartBundle()
@@ -147,7 +145,7 @@ func (ni *NI) StartBundle() error {
 
 // EndBundle ends a bundle begun by StartBundle (PtlEndBundle).
 func (ni *NI) EndBundle() error {
-	if ni == nil {
+	if ni == nil || ni.n == nil {
 		return errNil("PtlEndBundle", "NI")
 	}
 	return ni.n.EndBundle()
@@ -190,7 +188,7 @@ func (ni *NI) CacheStats() CacheStats {
 // PT returns the handle of the allocated portal table entry idx, for code that
 // names entries by index (as portals4.h does).
 func (ni *NI) PT(idx PTIndex) (*PT, bool) {
-	if ni == nil {
+	if ni == nil || ni.n == nil {
 		return nil, false
 	}
 	ni.mu.Lock()

@@ -33,8 +33,14 @@ type MD struct {
 
 // MDBind binds a memory descriptor (PtlMDBind).
 func (ni *NI) MDBind(s MDSpec) (*MD, error) {
-	if ni == nil {
+	if ni == nil || ni.n == nil {
 		return nil, errNil("PtlMDBind", "NI")
+	}
+	if s.EQ.invalid() {
+		return nil, errInvalid("PtlMDBind", "event queue")
+	}
+	if s.CT.invalid() {
+		return nil, errInvalid("PtlMDBind", "counting event")
 	}
 	cs := nic.MDSpec{Start: s.Start, Iovecs: s.Iovecs, Addr: s.Addr, Length: s.Length, Options: nic.MDOptions(s.Options), CT: s.CT.core()}
 	if s.EQ != nil {
@@ -56,14 +62,14 @@ func (m *MD) Len() uint64 { return m.m.Len() }
 // Release unbinds the descriptor (PtlMDRelease): InUse while operations on it are
 // still in flight.
 func (m *MD) Release() error {
-	if m == nil {
+	if m == nil || m.m == nil {
 		return errNil("PtlMDRelease", "memory descriptor")
 	}
 	return m.m.Release()
 }
 
 func (m *MD) core() *nic.MD {
-	if m == nil {
+	if m == nil || m.m == nil {
 		return nil
 	}
 	return m.m

@@ -75,8 +75,11 @@ func (s Span) Len() uint64 { return s.len }
 // descriptor bound with MDVolatile, a put of at most Limits.MaxVolatileSize bytes
 // copies the data before Put returns, and the memory may change at once.
 func (s Span) Put(to Target, o OpOptions) error {
-	if s.md == nil {
+	if s.md == nil || s.md.m == nil {
 		return errNilSpan(o, "PtlPut")
+	}
+	if o.Trigger.CT.invalid() {
+		return errTrigger(o, "PtlPut")
 	}
 	if o.Trigger.CT != nil {
 		return nic.TriggeredPut(s.md.core(), s.off, s.len, nic.AckReq(o.Ack), to.ID, nic.PTIndex(to.PT), to.Match,
@@ -92,8 +95,11 @@ func (s Span) Put(to Target, o OpOptions) error {
 // Buffer reuse: the span's memory is written until EventReply (or the counter's
 // CT_REPLY count) reports the operation; read it only after that.
 func (s Span) Get(from Target, o OpOptions) error {
-	if s.md == nil {
+	if s.md == nil || s.md.m == nil {
 		return errNilSpan(o, "PtlGet")
+	}
+	if o.Trigger.CT.invalid() {
+		return errTrigger(o, "PtlGet")
 	}
 	if o.Trigger.CT != nil {
 		return nic.TriggeredGet(s.md.core(), s.off, s.len, from.ID, nic.PTIndex(from.PT), from.Match,
@@ -108,8 +114,11 @@ func (s Span) Get(from Target, o OpOptions) error {
 //
 // Buffer reuse: as for Put.
 func (s Span) Atomic(to Target, op AtomicOp, dt AtomicType, o OpOptions) error {
-	if s.md == nil {
+	if s.md == nil || s.md.m == nil {
 		return errNilSpan(o, "PtlAtomic")
+	}
+	if o.Trigger.CT.invalid() {
+		return errTrigger(o, "PtlAtomic")
 	}
 	if o.Trigger.CT != nil {
 		return nic.TriggeredAtomic(s.md.core(), s.off, s.len, nic.AckReq(o.Ack), to.ID, nic.PTIndex(to.PT),
@@ -125,8 +134,11 @@ func (s Span) Atomic(to Target, op AtomicOp, dt AtomicType, o OpOptions) error {
 //
 // Buffer reuse: the span as for Put; result as for Get.
 func (s Span) FetchAtomic(result Span, to Target, op AtomicOp, dt AtomicType, o OpOptions) error {
-	if s.md == nil || result.md == nil {
+	if s.md == nil || s.md.m == nil || result.md == nil || result.md.m == nil {
 		return errNilSpan(o, "PtlFetchAtomic")
+	}
+	if o.Trigger.CT.invalid() {
+		return errTrigger(o, "PtlFetchAtomic")
 	}
 	if o.Trigger.CT != nil {
 		return nic.TriggeredFetchAtomic(result.md.core(), result.off, s.md.core(), s.off, s.len, to.ID,
@@ -144,8 +156,11 @@ func (s Span) FetchAtomic(result Span, to Target, op AtomicOp, dt AtomicType, o 
 //
 // Buffer reuse: as for FetchAtomic; operand is copied before Swap returns.
 func (s Span) Swap(result Span, to Target, op AtomicOp, dt AtomicType, operand []byte, o OpOptions) error {
-	if s.md == nil || result.md == nil {
+	if s.md == nil || s.md.m == nil || result.md == nil || result.md.m == nil {
 		return errNilSpan(o, "PtlSwap")
+	}
+	if o.Trigger.CT.invalid() {
+		return errTrigger(o, "PtlSwap")
 	}
 	if o.Trigger.CT != nil {
 		return nic.TriggeredSwap(result.md.core(), result.off, s.md.core(), s.off, s.len, to.ID,
@@ -154,6 +169,11 @@ func (s Span) Swap(result Span, to Target, op AtomicOp, dt AtomicType, operand [
 	}
 	return nic.Swap(result.md.core(), result.off, s.md.core(), s.off, s.len, to.ID, nic.PTIndex(to.PT),
 		to.Match, to.Offset, o.Cookie, o.HdrData, operand, op, dt)
+}
+
+// errTrigger is the error of an operation whose trigger names no counter.
+func errTrigger(o OpOptions, op string) error {
+	return errInvalid("PtlTriggered"+op[len("Ptl"):], "trigger counting event")
 }
 
 // errNilSpan is the error of an operation on a span of no descriptor.

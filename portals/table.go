@@ -16,8 +16,11 @@ type PT struct {
 // posting its events to q (PtlPTAlloc). Flow control (PTFlowCtrl) needs an event
 // queue (PTEQNeeded without one).
 func (ni *NI) PTAlloc(opts PTOptions, q *EQ, req PTIndex) (*PT, error) {
-	if ni == nil {
+	if ni == nil || ni.n == nil {
 		return nil, errNil("PtlPTAlloc", "NI")
+	}
+	if q.invalid() {
+		return nil, errInvalid("PtlPTAlloc", "event queue")
 	}
 	var cq *nic.EQ
 	if q != nil {
@@ -45,7 +48,7 @@ func (p *PT) NI() *NI { return p.ni }
 
 // Free releases the entry (PtlPTFree): PTInUse while entries are still attached.
 func (p *PT) Free() error {
-	if p == nil {
+	if p == nil || p.ni == nil || p.ni.n == nil {
 		return errNil("PtlPTFree", "portal table entry")
 	}
 	if err := p.ni.n.PTFree(nic.PTIndex(p.idx)); err != nil {
@@ -61,7 +64,7 @@ func (p *PT) Free() error {
 
 // Enable re-enables the entry (PtlPTEnable), after flow control disabled it.
 func (p *PT) Enable() error {
-	if p == nil {
+	if p == nil || p.ni == nil || p.ni.n == nil {
 		return errNil("PtlPTEnable", "portal table entry")
 	}
 	return p.ni.n.PTEnable(nic.PTIndex(p.idx))
@@ -70,7 +73,7 @@ func (p *PT) Enable() error {
 // Disable disables the entry (PtlPTDisable): new messages are dropped; it returns
 // once the messages being processed are done.
 func (p *PT) Disable() error {
-	if p == nil {
+	if p == nil || p.ni == nil || p.ni.n == nil {
 		return errNil("PtlPTDisable", "portal table entry")
 	}
 	return p.ni.n.PTDisable(nic.PTIndex(p.idx))

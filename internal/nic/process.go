@@ -303,3 +303,8 @@ func defaultDevice() (verbs.Device, error) {
 	}
 	return devs[0], nil
 }
+
+// NilHandle is the error of a call made with a nil or zero-value handle: NoInit
+// while the library is not initialized (as the reference answers), ArgInvalid
+// otherwise. The API layer uses it for its own handles.
+func NilHandle(op, what string) error { return nilHandle(op, what) }
