@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/goportals/goportals/portals"
+	portals "github.com/goportals/goportals/internal/nic"
 )
 
 // number reads a numeric attribute: $count, $thread_id, $actual.max_pt_index, or a

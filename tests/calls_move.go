@@ -1,8 +1,7 @@
 package tests
 
 import (
-	"github.com/goportals/goportals/portals"
-	"github.com/goportals/goportals/portals/ptl"
+	portals "github.com/goportals/goportals/internal/nic"
 )
 
 func callPut(in *interp, r *record, n *Node) error {
@@ -11,7 +10,7 @@ func callPut(in *interp, r *record, n *Node) error {
 		return err
 	}
 	return in.expect(r, n, "PtlPut", protect(func() error {
-		return ptl.Put(m, r.locOffset, r.length, r.ackReq, r.target, r.ptIndex, r.match, r.remOffset,
+		return portals.Put(m, r.locOffset, r.length, r.ackReq, r.target, r.ptIndex, r.match, r.remOffset,
 			r.userPtr, r.hdrData)
 	}))
 }
@@ -22,7 +21,7 @@ func callGet(in *interp, r *record, n *Node) error {
 		return err
 	}
 	return in.expect(r, n, "PtlGet", protect(func() error {
-		return ptl.Get(m, r.locOffset, r.length, r.target, r.ptIndex, r.match, r.remOffset, r.userPtr)
+		return portals.Get(m, r.locOffset, r.length, r.target, r.ptIndex, r.match, r.remOffset, r.userPtr)
 	}))
 }
 
@@ -32,13 +31,19 @@ func callAtomic(in *interp, r *record, n *Node) error {
 		return err
 	}
 	return in.expect(r, n, "PtlAtomic", protect(func() error {
-		return ptl.Atomic(m, r.locOffset, r.length, r.ackReq, r.target, r.ptIndex, r.match, r.remOffset,
+		return portals.Atomic(m, r.locOffset, r.length, r.ackReq, r.target, r.ptIndex, r.match, r.remOffset,
 			r.userPtr, r.hdrData, r.atomOp, r.typ)
 	}))
 }
 
 func callAtomicSync(in *interp, r *record, n *Node) error {
-	return in.expect(r, n, "PtlAtomicSync", protect(ptl.AtomicSync))
+	p := in.process()
+	return in.expect(r, n, "PtlAtomicSync", protect(func() error {
+		if p == nil {
+			return portals.AtomicSync()
+		}
+		return p.AtomicSync()
+	}))
 }
 
 // fetchMDs returns the get and put descriptors of a fetch or swap: by default the
@@ -58,7 +63,7 @@ func callFetch(in *interp, r *record, n *Node) error {
 		return err
 	}
 	return in.expect(r, n, "PtlFetchAtomic", protect(func() error {
-		return ptl.FetchAtomic(g, r.locGetOffset, p, r.locPutOffset, r.length, r.target, r.ptIndex, r.match,
+		return portals.FetchAtomic(g, r.locGetOffset, p, r.locPutOffset, r.length, r.target, r.ptIndex, r.match,
 			r.remOffset, r.userPtr, r.hdrData, r.atomOp, r.typ)
 	}))
 }
@@ -70,7 +75,7 @@ func callSwap(in *interp, r *record, n *Node) error {
 	}
 	operand := r.operand
 	return in.expect(r, n, "PtlSwap", protect(func() error {
-		return ptl.Swap(g, r.locGetOffset, p, r.locPutOffset, r.length, r.target, r.ptIndex, r.match,
+		return portals.Swap(g, r.locGetOffset, p, r.locPutOffset, r.length, r.target, r.ptIndex, r.match,
 			r.remOffset, r.userPtr, r.hdrData, operand[:], r.atomOp, r.typ)
 	}))
 }
@@ -90,7 +95,7 @@ func callTrigPut(in *interp, r *record, n *Node) error {
 		return err
 	}
 	return in.expect(r, n, "PtlTriggeredPut", protect(func() error {
-		return ptl.TriggeredPut(m, r.locOffset, r.length, r.ackReq, r.target, r.ptIndex, r.match, r.remOffset,
+		return portals.TriggeredPut(m, r.locOffset, r.length, r.ackReq, r.target, r.ptIndex, r.match, r.remOffset,
 			r.userPtr, r.hdrData, t, r.threshold)
 	}))
 }
@@ -105,7 +110,7 @@ func callTrigGet(in *interp, r *record, n *Node) error {
 		return err
 	}
 	return in.expect(r, n, "PtlTriggeredGet", protect(func() error {
-		return ptl.TriggeredGet(m, r.locOffset, r.length, r.target, r.ptIndex, r.match, r.remOffset,
+		return portals.TriggeredGet(m, r.locOffset, r.length, r.target, r.ptIndex, r.match, r.remOffset,
 			r.userPtr, t, r.threshold)
 	}))
 }
@@ -120,7 +125,7 @@ func callTrigAtomic(in *interp, r *record, n *Node) error {
 		return err
 	}
 	return in.expect(r, n, "PtlTriggeredAtomic", protect(func() error {
-		return ptl.TriggeredAtomic(m, r.locOffset, r.length, r.ackReq, r.target, r.ptIndex, r.match,
+		return portals.TriggeredAtomic(m, r.locOffset, r.length, r.ackReq, r.target, r.ptIndex, r.match,
 			r.remOffset, r.userPtr, r.hdrData, r.atomOp, r.typ, t, r.threshold)
 	}))
 }
@@ -135,7 +140,7 @@ func callTrigFetch(in *interp, r *record, n *Node) error {
 		return err
 	}
 	return in.expect(r, n, "PtlTriggeredFetchAtomic", protect(func() error {
-		return ptl.TriggeredFetchAtomic(g, r.locGetOffset, p, r.locPutOffset, r.length, r.target, r.ptIndex,
+		return portals.TriggeredFetchAtomic(g, r.locGetOffset, p, r.locPutOffset, r.length, r.target, r.ptIndex,
 			r.match, r.remOffset, r.userPtr, r.hdrData, r.atomOp, r.typ, t, r.threshold)
 	}))
 }
@@ -151,7 +156,7 @@ func callTrigSwap(in *interp, r *record, n *Node) error {
 	}
 	operand := r.operand
 	return in.expect(r, n, "PtlTriggeredSwap", protect(func() error {
-		return ptl.TriggeredSwap(g, r.locGetOffset, p, r.locPutOffset, r.length, r.target, r.ptIndex,
+		return portals.TriggeredSwap(g, r.locGetOffset, p, r.locPutOffset, r.length, r.target, r.ptIndex,
 			r.match, r.remOffset, r.userPtr, r.hdrData, operand[:], r.atomOp, r.typ, t, r.threshold)
 	}))
 }

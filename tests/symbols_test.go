@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/goportals/goportals/eq"
-	"github.com/goportals/goportals/portals"
+	portals "github.com/goportals/goportals/internal/nic"
 )
 
 // TestUnknownSymbolReadsAsStrtol: a word outside its attribute's table reads as the
