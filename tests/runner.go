@@ -126,8 +126,8 @@ type rankResult struct {
 func IsChild() bool { return os.Getenv(EnvChild) != "" }
 
 // ChildMain runs one rank of the test named by the environment: it joins the job
-// through the launcher's bootstrap, interprets the script, prints its result line on
-// out and returns the exit status (0 pass or skip, 1 failure).
+// through the launcher's shared bootstrap connection, interprets the script, prints
+// its result line on out and returns the exit status (0 pass or skip, 1 failure).
 func ChildMain(out io.Writer) int {
 	path := os.Getenv(EnvChild)
 	ctx := context.Background()
@@ -141,7 +141,9 @@ func ChildMain(out io.Writer) int {
 		log = os.Stderr
 	}
 	res := rankResult{}
-	b, err := bootstrap.Open(ctx)
+	// The launcher admits one connection per rank: the runner's runtime and
+	// Portals' own join (ptl.Init) share it.
+	b, release, err := bootstrap.Shared(ctx)
 	if err != nil {
 		res.Status, res.Reason = Fail, "bootstrap: "+err.Error()
 	} else {
@@ -150,8 +152,8 @@ func ChildMain(out io.Writer) int {
 	}
 	line, _ := json.Marshal(res)
 	fmt.Fprintf(out, "%s%s\n", resultTag, line)
-	if b != nil {
-		b.Close()
+	if release != nil {
+		release()
 	}
 	if res.Status == Fail {
 		return 1
