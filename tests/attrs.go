@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	portals "github.com/goportals/goportals/internal/nic"
+	"github.com/goportals/goportals/portals"
 )
 
 // number reads a numeric attribute: $count, $thread_id, $actual.max_pt_index, or a

@@ -8,7 +8,8 @@ import (
 	"strings"
 	"time"
 
-	portals "github.com/goportals/goportals/internal/nic"
+	"github.com/goportals/goportals/portals"
+	"github.com/goportals/goportals/portals/ptl"
 )
 
 // callFunc makes the call of a single-call element (and of the allocate or free half
@@ -131,16 +132,25 @@ func (in *interp) expect(r *record, n *Node, op string, err error) error {
 	return failf(n, "%s", msg)
 }
 
-// process returns the interpreter's Portals process, or nil before ptl/ptl_init.
-func (in *interp) process() *portals.Process {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.proc
-}
-
 // waitCtx bounds a poll by the record's time= (milliseconds) and the test deadline.
 func (in *interp) waitCtx(r *record) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(in.ctx, time.Duration(r.timeout)*time.Millisecond)
+}
+
+// mirrorTimeout returns the record's time= as PtlEQPoll's and PtlCTPoll's timeout in
+// milliseconds, and whether the poll may be made through the mirror with it: only a
+// finite timeout that ends before the test deadline, since the mirror's poll knows
+// no deadline but its own. Otherwise the runner polls with a context that carries
+// both (waitCtx).
+func (in *interp) mirrorTimeout(r *record) (uint32, bool) {
+	if r.timeout < 0 || r.timeout >= int64(ptl.TimeForever) {
+		return 0, false
+	}
+	d := time.Duration(r.timeout) * time.Millisecond
+	if dl, ok := in.ctx.Deadline(); ok && time.Until(dl) <= d {
+		return 0, false
+	}
+	return uint32(r.timeout), true
 }
 
 // retryWhile repeats f while it returns code, yielding between tries, until the test
@@ -162,7 +172,7 @@ func (in *interp) retryWhile(code portals.Errno, tries int, pause time.Duration,
 func (in *interp) callID(ni *portals.NI) (id portals.ProcessID, err error) {
 	err = protect(func() error {
 		var e error
-		id, e = ni.ID()
+		id, e = ptl.GetId(ni)
 		return e
 	})
 	return id, err

@@ -3,8 +3,9 @@ package tests
 import (
 	"time"
 
-	portals "github.com/goportals/goportals/internal/nic"
 	"github.com/goportals/goportals/me"
+	"github.com/goportals/goportals/portals"
+	"github.com/goportals/goportals/portals/ptl"
 )
 
 // memory returns the memory an MD, LE or ME of the record exposes: the element's
@@ -51,7 +52,7 @@ func callMDBind(in *interp, r *record, n *Node) error {
 		return err
 	}
 	var m *portals.MD
-	err = protect(func() error { var e error; m, e = ni.MDBind(spec); return e })
+	err = protect(func() error { var e error; m, e = ptl.MDBind(ni, spec); return e })
 	if err == nil {
 		r.mdH = handle{obj: m}
 		r.mds.push(r.mdH)
@@ -113,7 +114,7 @@ func callLEAppend(in *interp, r *record, n *Node) error {
 		return err
 	}
 	var e *portals.LE
-	err = protect(func() error { var x error; e, x = ni.LEAppend(r.ptIndex, s, r.list, r.userPtr); return x })
+	err = protect(func() error { var x error; e, x = ptl.LEAppend(ni, r.ptIndex, s, r.list, r.userPtr); return x })
 	if err == nil {
 		r.leH = handle{obj: e}
 		r.les.push(r.leH)
@@ -131,7 +132,7 @@ func callMEAppend(in *interp, r *record, n *Node) error {
 		return err
 	}
 	var e *portals.ME
-	err = protect(func() error { var x error; e, x = ni.MEAppend(r.ptIndex, s, r.list, r.userPtr); return x })
+	err = protect(func() error { var x error; e, x = ptl.MEAppend(ni, r.ptIndex, s, r.list, r.userPtr); return x })
 	if err == nil {
 		r.meH = handle{obj: e}
 		r.mes.push(r.meH)
@@ -170,7 +171,7 @@ func callLESearch(in *interp, r *record, n *Node) error {
 		return err
 	}
 	return in.expect(r, n, "PtlLESearch",
-		protect(func() error { return ni.LESearch(r.ptIndex, s, r.search, r.userPtr) }))
+		protect(func() error { return ptl.LESearch(ni, r.ptIndex, s, r.search, r.userPtr) }))
 }
 
 func callMESearch(in *interp, r *record, n *Node) error {
@@ -183,5 +184,5 @@ func callMESearch(in *interp, r *record, n *Node) error {
 		return err
 	}
 	return in.expect(r, n, "PtlMESearch",
-		protect(func() error { return ni.MESearch(r.ptIndex, s, r.search, r.userPtr) }))
+		protect(func() error { return ptl.MESearch(ni, r.ptIndex, s, r.search, r.userPtr) }))
 }

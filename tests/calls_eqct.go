@@ -1,7 +1,8 @@
 package tests
 
 import (
-	portals "github.com/goportals/goportals/internal/nic"
+	"github.com/goportals/goportals/portals"
+	"github.com/goportals/goportals/portals/ptl"
 )
 
 func callEQAlloc(in *interp, r *record, n *Node) error {
@@ -10,7 +11,7 @@ func callEQAlloc(in *interp, r *record, n *Node) error {
 		return err
 	}
 	var q *portals.EQ
-	err = protect(func() error { var e error; q, e = ni.EQAlloc(int(r.eqCount)); return e })
+	err = protect(func() error { var e error; q, e = ptl.EQAlloc(ni, int(r.eqCount)); return e })
 	if err == nil {
 		r.eqH = handle{obj: q}
 		r.eqs.push(r.eqH)
@@ -23,7 +24,7 @@ func callEQFree(in *interp, r *record, n *Node) error {
 	if err != nil {
 		return err
 	}
-	err = protect(q.Free)
+	err = protect(func() error { return ptl.EQFree(q) })
 	if err == nil {
 		r.eqs.pop()
 	}
@@ -42,7 +43,7 @@ func callEQGet(in *interp, r *record, n *Node) error {
 		return err
 	}
 	var ev portals.Event
-	err = protect(func() error { var e error; ev, e = q.Get(); return e })
+	err = protect(func() error { var e error; ev, e = ptl.EQGet(q); return e })
 	if eventOK(err) {
 		r.event = ev
 	}
@@ -72,11 +73,19 @@ func callEQPoll(in *interp, r *record, n *Node) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := in.waitCtx(r)
-	defer cancel()
 	var ev portals.Event
 	var which int
-	err = protect(func() error { var e error; ev, which, e = portals.EQPoll(ctx, []*portals.EQ{q}); return e })
+	err = protect(func() error {
+		var e error
+		if ms, ok := in.mirrorTimeout(r); ok {
+			ev, which, e = ptl.EQPoll([]*portals.EQ{q}, ms)
+			return e
+		}
+		ctx, cancel := in.waitCtx(r)
+		defer cancel()
+		ev, which, e = portals.Poll(ctx, q)
+		return e
+	})
 	if eventOK(err) {
 		r.event = ev
 	}
@@ -90,7 +99,7 @@ func callCTAlloc(in *interp, r *record, n *Node) error {
 		return err
 	}
 	var c *portals.CT
-	err = protect(func() error { var e error; c, e = ni.CTAlloc(); return e })
+	err = protect(func() error { var e error; c, e = ptl.CTAlloc(ni); return e })
 	if err == nil {
 		r.ctH = handle{obj: c}
 		r.cts.push(r.ctH)
@@ -103,7 +112,7 @@ func callCTFree(in *interp, r *record, n *Node) error {
 	if err != nil {
 		return err
 	}
-	err = protect(c.Free)
+	err = protect(func() error { return ptl.CTFree(c) })
 	if err == nil {
 		r.cts.pop()
 	}
@@ -116,7 +125,7 @@ func callCTGet(in *interp, r *record, n *Node) error {
 		return err
 	}
 	var v portals.CTEvent
-	err = protect(func() error { var e error; v, e = c.Get(); return e })
+	err = protect(func() error { var e error; v, e = ptl.CTGet(c); return e })
 	if err == nil {
 		r.ctEvent = v
 	}
@@ -145,13 +154,17 @@ func callCTPoll(in *interp, r *record, n *Node) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := in.waitCtx(r)
-	defer cancel()
 	var v portals.CTEvent
 	var which int
 	err = protect(func() error {
 		var e error
-		v, which, e = portals.CTPoll(ctx, []*portals.CT{c}, []uint64{r.ctTest})
+		if ms, ok := in.mirrorTimeout(r); ok {
+			v, which, e = ptl.CTPoll([]*portals.CT{c}, []uint64{r.ctTest}, ms)
+			return e
+		}
+		ctx, cancel := in.waitCtx(r)
+		defer cancel()
+		v, which, e = portals.PollCT(ctx, []*portals.CT{c}, []uint64{r.ctTest})
 		return e
 	})
 	if err == nil {
@@ -166,7 +179,7 @@ func callCTSet(in *interp, r *record, n *Node) error {
 	if err != nil {
 		return err
 	}
-	return in.expect(r, n, "PtlCTSet", protect(func() error { return c.Set(r.ctEvent) }))
+	return in.expect(r, n, "PtlCTSet", protect(func() error { return ptl.CTSet(c, r.ctEvent) }))
 }
 
 func callCTInc(in *interp, r *record, n *Node) error {
@@ -174,7 +187,7 @@ func callCTInc(in *interp, r *record, n *Node) error {
 	if err != nil {
 		return err
 	}
-	return in.expect(r, n, "PtlCTInc", protect(func() error { return c.Inc(r.ctEvent) }))
+	return in.expect(r, n, "PtlCTInc", protect(func() error { return ptl.CTInc(c, r.ctEvent) }))
 }
 
 func callCTCancelTrig(in *interp, r *record, n *Node) error {
@@ -182,7 +195,7 @@ func callCTCancelTrig(in *interp, r *record, n *Node) error {
 	if err != nil {
 		return err
 	}
-	return in.expect(r, n, "PtlCTCancelTriggered", protect(c.CancelTriggered))
+	return in.expect(r, n, "PtlCTCancelTriggered", protect(func() error { return ptl.CTCancelTriggered(c) }))
 }
 
 func callTrigCTInc(in *interp, r *record, n *Node) error {
@@ -195,7 +208,7 @@ func callTrigCTInc(in *interp, r *record, n *Node) error {
 		return err
 	}
 	return in.expect(r, n, "PtlTriggeredCTInc",
-		protect(func() error { return portals.TriggeredCTInc(c, r.ctEvent, t, r.threshold) }))
+		protect(func() error { return ptl.TriggeredCTInc(c, r.ctEvent, t, r.threshold) }))
 }
 
 func callTrigCTSet(in *interp, r *record, n *Node) error {
@@ -208,5 +221,5 @@ func callTrigCTSet(in *interp, r *record, n *Node) error {
 		return err
 	}
 	return in.expect(r, n, "PtlTriggeredCTSet",
-		protect(func() error { return portals.TriggeredCTSet(c, r.ctEvent, t, r.threshold) }))
+		protect(func() error { return ptl.TriggeredCTSet(c, r.ctEvent, t, r.threshold) }))
 }

@@ -1,7 +1,8 @@
 package tests
 
 import (
-	portals "github.com/goportals/goportals/internal/nic"
+	"github.com/goportals/goportals/portals"
+	"github.com/goportals/goportals/portals/ptl"
 )
 
 func callPut(in *interp, r *record, n *Node) error {
@@ -10,7 +11,7 @@ func callPut(in *interp, r *record, n *Node) error {
 		return err
 	}
 	return in.expect(r, n, "PtlPut", protect(func() error {
-		return portals.Put(m, r.locOffset, r.length, r.ackReq, r.target, r.ptIndex, r.match, r.remOffset,
+		return ptl.Put(m, r.locOffset, r.length, r.ackReq, r.target, r.ptIndex, r.match, r.remOffset,
 			r.userPtr, r.hdrData)
 	}))
 }
@@ -21,7 +22,7 @@ func callGet(in *interp, r *record, n *Node) error {
 		return err
 	}
 	return in.expect(r, n, "PtlGet", protect(func() error {
-		return portals.Get(m, r.locOffset, r.length, r.target, r.ptIndex, r.match, r.remOffset, r.userPtr)
+		return ptl.Get(m, r.locOffset, r.length, r.target, r.ptIndex, r.match, r.remOffset, r.userPtr)
 	}))
 }
 
@@ -31,19 +32,13 @@ func callAtomic(in *interp, r *record, n *Node) error {
 		return err
 	}
 	return in.expect(r, n, "PtlAtomic", protect(func() error {
-		return portals.Atomic(m, r.locOffset, r.length, r.ackReq, r.target, r.ptIndex, r.match, r.remOffset,
+		return ptl.Atomic(m, r.locOffset, r.length, r.ackReq, r.target, r.ptIndex, r.match, r.remOffset,
 			r.userPtr, r.hdrData, r.atomOp, r.typ)
 	}))
 }
 
 func callAtomicSync(in *interp, r *record, n *Node) error {
-	p := in.process()
-	return in.expect(r, n, "PtlAtomicSync", protect(func() error {
-		if p == nil {
-			return portals.AtomicSync()
-		}
-		return p.AtomicSync()
-	}))
+	return in.expect(r, n, "PtlAtomicSync", protect(ptl.AtomicSync))
 }
 
 // fetchMDs returns the get and put descriptors of a fetch or swap: by default the
@@ -63,7 +58,7 @@ func callFetch(in *interp, r *record, n *Node) error {
 		return err
 	}
 	return in.expect(r, n, "PtlFetchAtomic", protect(func() error {
-		return portals.FetchAtomic(g, r.locGetOffset, p, r.locPutOffset, r.length, r.target, r.ptIndex, r.match,
+		return ptl.FetchAtomic(g, r.locGetOffset, p, r.locPutOffset, r.length, r.target, r.ptIndex, r.match,
 			r.remOffset, r.userPtr, r.hdrData, r.atomOp, r.typ)
 	}))
 }
@@ -75,7 +70,7 @@ func callSwap(in *interp, r *record, n *Node) error {
 	}
 	operand := r.operand
 	return in.expect(r, n, "PtlSwap", protect(func() error {
-		return portals.Swap(g, r.locGetOffset, p, r.locPutOffset, r.length, r.target, r.ptIndex, r.match,
+		return ptl.Swap(g, r.locGetOffset, p, r.locPutOffset, r.length, r.target, r.ptIndex, r.match,
 			r.remOffset, r.userPtr, r.hdrData, operand[:], r.atomOp, r.typ)
 	}))
 }
@@ -95,7 +90,7 @@ func callTrigPut(in *interp, r *record, n *Node) error {
 		return err
 	}
 	return in.expect(r, n, "PtlTriggeredPut", protect(func() error {
-		return portals.TriggeredPut(m, r.locOffset, r.length, r.ackReq, r.target, r.ptIndex, r.match, r.remOffset,
+		return ptl.TriggeredPut(m, r.locOffset, r.length, r.ackReq, r.target, r.ptIndex, r.match, r.remOffset,
 			r.userPtr, r.hdrData, t, r.threshold)
 	}))
 }
@@ -110,7 +105,7 @@ func callTrigGet(in *interp, r *record, n *Node) error {
 		return err
 	}
 	return in.expect(r, n, "PtlTriggeredGet", protect(func() error {
-		return portals.TriggeredGet(m, r.locOffset, r.length, r.target, r.ptIndex, r.match, r.remOffset,
+		return ptl.TriggeredGet(m, r.locOffset, r.length, r.target, r.ptIndex, r.match, r.remOffset,
 			r.userPtr, t, r.threshold)
 	}))
 }
@@ -125,7 +120,7 @@ func callTrigAtomic(in *interp, r *record, n *Node) error {
 		return err
 	}
 	return in.expect(r, n, "PtlTriggeredAtomic", protect(func() error {
-		return portals.TriggeredAtomic(m, r.locOffset, r.length, r.ackReq, r.target, r.ptIndex, r.match,
+		return ptl.TriggeredAtomic(m, r.locOffset, r.length, r.ackReq, r.target, r.ptIndex, r.match,
 			r.remOffset, r.userPtr, r.hdrData, r.atomOp, r.typ, t, r.threshold)
 	}))
 }
@@ -140,7 +135,7 @@ func callTrigFetch(in *interp, r *record, n *Node) error {
 		return err
 	}
 	return in.expect(r, n, "PtlTriggeredFetchAtomic", protect(func() error {
-		return portals.TriggeredFetchAtomic(g, r.locGetOffset, p, r.locPutOffset, r.length, r.target, r.ptIndex,
+		return ptl.TriggeredFetchAtomic(g, r.locGetOffset, p, r.locPutOffset, r.length, r.target, r.ptIndex,
 			r.match, r.remOffset, r.userPtr, r.hdrData, r.atomOp, r.typ, t, r.threshold)
 	}))
 }
@@ -156,7 +151,7 @@ func callTrigSwap(in *interp, r *record, n *Node) error {
 	}
 	operand := r.operand
 	return in.expect(r, n, "PtlTriggeredSwap", protect(func() error {
-		return portals.TriggeredSwap(g, r.locGetOffset, p, r.locPutOffset, r.length, r.target, r.ptIndex,
+		return ptl.TriggeredSwap(g, r.locGetOffset, p, r.locPutOffset, r.length, r.target, r.ptIndex,
 			r.match, r.remOffset, r.userPtr, r.hdrData, operand[:], r.atomOp, r.typ, t, r.threshold)
 	}))
 }

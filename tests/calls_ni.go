@@ -1,43 +1,36 @@
 package tests
 
 import (
-	portals "github.com/goportals/goportals/internal/nic"
+	"github.com/goportals/goportals/portals"
+	"github.com/goportals/goportals/portals/ptl"
 )
 
-// ptl / ptl_init: a Portals process over the launcher's runtime (the Go form of
-// PtlInit), reference counted like PtlInit.
+// ptl / ptl_init: PtlInit (ptl.Init). Under the launcher the library joins the job
+// through the launcher's shared bootstrap connection, the one the interpreter's
+// runtime uses, so logical NIs start with the job's map. Init is reference counted;
+// the interpreter counts the Inits it made so that it can end them all at the end.
 func callInit(in *interp, r *record, n *Node) error {
-	in.mu.Lock()
-	var err error
-	if in.proc == nil {
-		err = protect(func() error {
-			p, e := portals.NewProcess(in.rt, nil)
-			in.proc = p
-			return e
-		})
-	}
+	err := protect(ptl.Init)
 	if err == nil {
+		in.mu.Lock()
 		in.prefs++
+		in.mu.Unlock()
 	}
-	in.mu.Unlock()
 	return in.expect(r, n, "PtlInit", err)
 }
 
-// ptl / ptl_fini: PtlFini returns nothing; the last one closes the process.
+// ptl / ptl_fini: PtlFini (ptl.Fini) returns nothing; the last one finalizes the
+// library. A Fini without an Init of this script is not passed on.
 func callFini(in *interp, r *record, n *Node) error {
 	in.mu.Lock()
-	var p *portals.Process
-	if in.prefs > 0 {
-		if in.prefs--; in.prefs == 0 {
-			p, in.proc = in.proc, nil
-		}
+	fini := in.prefs > 0
+	if fini {
+		in.prefs--
 	}
 	in.mu.Unlock()
-	if p != nil {
-		if err := protect(p.Close); err != nil {
-			if _, ok := err.(*panicError); ok {
-				return failf(n, "PtlFini: %v", err)
-			}
+	if fini {
+		if err := protect(func() error { ptl.Fini(); return nil }); err != nil {
+			return failf(n, "PtlFini: %v", err)
 		}
 	}
 	return nil
@@ -46,25 +39,21 @@ func callFini(in *interp, r *record, n *Node) error {
 func callNIInit(in *interp, r *record, n *Node) error {
 	lim := r.desired
 	var ni *portals.NI
-	p := in.process()
+	var actual portals.Limits
 	err := protect(func() error {
 		var e error
-		if p == nil {
-			ni, e = portals.NIInit(r.iface, portals.NIOptions(r.niOpt), r.pid, &lim)
-		} else {
-			ni, e = p.NIInit(r.iface, portals.NIOptions(r.niOpt), r.pid, &lim)
-		}
+		ni, actual, e = ptl.NIInit(r.iface, portals.NIOptions(r.niOpt), r.pid, &lim)
 		return e
 	})
 	if err == nil && ni != nil {
 		r.niH = handle{obj: ni}
 		r.nis.push(r.niH)
-		r.actual = ni.Limits()
+		r.actual = actual
 		if ni.Logical() && r.desiredMap != nil {
 			// As the reference, the map goes in right after PtlNIInit and its
 			// return code is not checked.
 			m := r.desiredMap
-			protect(func() error { return ni.SetMap(m) })
+			protect(func() error { return ptl.SetMap(ni, m) })
 		}
 	}
 	return in.expect(r, n, "PtlNIInit", err)
@@ -75,7 +64,7 @@ func callNIFini(in *interp, r *record, n *Node) error {
 	if err != nil {
 		return err
 	}
-	err = protect(ni.Fini)
+	err = protect(func() error { return ptl.NIFini(ni) })
 	if err == nil {
 		r.nis.pop()
 	}
@@ -87,7 +76,7 @@ func callNIStatus(in *interp, r *record, n *Node) error {
 	if err != nil {
 		return err
 	}
-	err = protect(func() error { _, e := ni.Status(portals.SR(r.reg)); return e })
+	err = protect(func() error { _, e := ptl.NIStatus(ni, portals.SR(r.reg)); return e })
 	return in.expect(r, n, "PtlNIStatus", err)
 }
 
@@ -102,7 +91,7 @@ func callNIHandle(in *interp, r *record, n *Node) error {
 		h = (*portals.NI)(nil)
 	}
 	var ni *portals.NI
-	err := protect(func() error { var e error; ni, e = portals.NIHandle(h); return e })
+	err := protect(func() error { var e error; ni, e = ptl.NIHandle(h); return e })
 	if err == nil {
 		r.niH = handle{obj: ni}
 	}
@@ -127,7 +116,7 @@ func callGetUID(in *interp, r *record, n *Node) error {
 		return err
 	}
 	var uid portals.UID
-	err = protect(func() error { var e error; uid, e = ni.UID(); return e })
+	err = protect(func() error { var e error; uid, e = ptl.GetUid(ni); return e })
 	if err == nil {
 		r.uid = uid // the reference writes the result into the record's uid
 	}
@@ -139,7 +128,7 @@ func callGetMap(in *interp, r *record, n *Node) error {
 	if err != nil {
 		return err
 	}
-	err = protect(func() error { _, e := ni.Map(); return e })
+	err = protect(func() error { _, e := ptl.GetMap(ni, nil); return e })
 	return in.expect(r, n, "PtlGetMap", err)
 }
 
@@ -151,7 +140,7 @@ func callSetMap(in *interp, r *record, n *Node) error {
 	if r.desiredMap == nil {
 		return errSkipf("ptl_set_map outside ompi_rt: no map to set")
 	}
-	err = protect(func() error { return ni.SetMap(r.desiredMap) })
+	err = protect(func() error { return ptl.SetMap(ni, r.desiredMap) })
 	return in.expect(r, n, "PtlSetMap", err)
 }
 
@@ -172,7 +161,7 @@ func callHandleIsEqual(in *interp, r *record, n *Node) error {
 		}
 	}
 	var err error
-	if !portals.HandleIsEqual(a, b) {
+	if !ptl.HandleIsEqual(a, b) {
 		err = portals.Fail
 	}
 	return in.expect(r, n, "PtlHandleIsEqual", err)
@@ -183,7 +172,7 @@ func callStartBundle(in *interp, r *record, n *Node) error {
 	if err != nil {
 		return err
 	}
-	return in.expect(r, n, "PtlStartBundle", protect(ni.StartBundle))
+	return in.expect(r, n, "PtlStartBundle", protect(func() error { return ptl.StartBundle(ni) }))
 }
 
 func callEndBundle(in *interp, r *record, n *Node) error {
@@ -191,7 +180,7 @@ func callEndBundle(in *interp, r *record, n *Node) error {
 	if err != nil {
 		return err
 	}
-	return in.expect(r, n, "PtlEndBundle", protect(ni.EndBundle))
+	return in.expect(r, n, "PtlEndBundle", protect(func() error { return ptl.EndBundle(ni) }))
 }
 
 func callPTAlloc(in *interp, r *record, n *Node) error {
@@ -206,7 +195,7 @@ func callPTAlloc(in *interp, r *record, n *Node) error {
 	var idx portals.PTIndex
 	err = protect(func() error {
 		var e error
-		idx, e = ni.PTAlloc(portals.PTOptions(r.ptOpt), q, r.ptIndex)
+		idx, e = ptl.PTAlloc(ni, portals.PTOptions(r.ptOpt), q, r.ptIndex)
 		return e
 	})
 	if err == nil {
@@ -224,7 +213,7 @@ func callPTFree(in *interp, r *record, n *Node) error {
 	if err != nil {
 		return err
 	}
-	err = in.retryWhile(portals.PTInUse, 0, 0, func() error { return ni.PTFree(r.ptIndex) })
+	err = in.retryWhile(portals.PTInUse, 0, 0, func() error { return ptl.PTFree(ni, r.ptIndex) })
 	if err == nil && r.ptNext > 0 {
 		r.ptNext--
 	}
@@ -236,7 +225,7 @@ func callPTDisable(in *interp, r *record, n *Node) error {
 	if err != nil {
 		return err
 	}
-	return in.expect(r, n, "PtlPTDisable", protect(func() error { return ni.PTDisable(r.ptIndex) }))
+	return in.expect(r, n, "PtlPTDisable", protect(func() error { return ptl.PTDisable(ni, r.ptIndex) }))
 }
 
 func callPTEnable(in *interp, r *record, n *Node) error {
@@ -244,5 +233,5 @@ func callPTEnable(in *interp, r *record, n *Node) error {
 	if err != nil {
 		return err
 	}
-	return in.expect(r, n, "PtlPTEnable", protect(func() error { return ni.PTEnable(r.ptIndex) }))
+	return in.expect(r, n, "PtlPTEnable", protect(func() error { return ptl.PTEnable(ni, r.ptIndex) }))
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/goportals/goportals/eq"
-	portals "github.com/goportals/goportals/internal/nic"
+	"github.com/goportals/goportals/portals"
 )
 
 // check runs a check element: every attribute compares a field of the record (the

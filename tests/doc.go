@@ -22,7 +22,10 @@
 // threads (goroutines, $thread_id), msleep, if/else, ifdef, arg_check, barrier and
 // ompi_rt (through the launcher's bootstrap), get_time, set and check.
 //
-// Each call element calls the Go API and compares the Portals code of its error
+// Each call element makes its PtlXxx call through package portals/ptl, the one-for-one
+// mirror of portals4.h over the Go API (ptl_init is ptl.Init, which under the
+// launcher joins the job through the same shared bootstrap connection the runner
+// uses for barriers and ompi_rt), and compares the Portals code of its error
 // (portals.ErrnoOf) with ret=; check compares event fields, counter values, limits,
 // ids and buffer contents. The first mismatch fails the test with its line. A call
 // that panics is caught and reported with the panicking file and line in portals.

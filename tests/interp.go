@@ -10,14 +10,21 @@ import (
 	"sync"
 	"time"
 
-	portals "github.com/goportals/goportals/internal/nic"
+	"github.com/goportals/goportals/portals"
+	"github.com/goportals/goportals/portals/ptl"
 )
 
-// Runtime is what the interpreter needs from the job launcher: portals' runtime
-// (rank, size, key-value exchange) and a barrier. internal/bootstrap's Bootstrap
-// satisfies it.
+// Runtime is what the interpreter needs from the job launcher: rank, size,
+// key-value exchange and a barrier. internal/bootstrap's Bootstrap satisfies it.
+// Portals itself (ptl_init) joins the job on its own, through the launcher's
+// shared bootstrap connection (bootstrap.Shared), so that under the launcher rt
+// should be that same shared connection.
 type Runtime interface {
-	portals.Runtime
+	Rank() int
+	Size() int
+	Put(key string, value []byte) error
+	Fence(ctx context.Context) error
+	Get(ctx context.Context, rank int, key string) ([]byte, error)
 	Barrier(ctx context.Context) error
 }
 
@@ -29,8 +36,7 @@ type interp struct {
 	log  io.Writer // verbose trace, or nil
 
 	mu    sync.Mutex
-	proc  *portals.Process
-	prefs int // ptl/ptl_init calls not matched by a Fini
+	prefs int // successful ptl/ptl_init calls (ptl.Init) not matched by a ptl.Fini
 }
 
 // Run interprets the script in this process, rank rt.Rank() of rt.Size(), until it
@@ -69,13 +75,15 @@ func IsPeerFailure(err error) bool {
 	return errors.As(err, &fe) && fe.peer
 }
 
+// closeAll ends the Inits the script left open, so that the library's process is
+// finalized (with every NI still open) when the script ends.
 func (in *interp) closeAll() {
 	in.mu.Lock()
-	p := in.proc
-	in.proc, in.prefs = nil, 0
+	n := in.prefs
+	in.prefs = 0
 	in.mu.Unlock()
-	if p != nil {
-		p.Close()
+	for ; n > 0; n-- {
+		protect(func() error { ptl.Fini(); return nil })
 	}
 }
 

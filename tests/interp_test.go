@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/goportals/goportals/internal/bootstrap"
+	"github.com/goportals/goportals/portals"
+	"github.com/goportals/goportals/portals/ptl"
 )
 
 // runScript parses and runs a script in this process as a lone rank.
@@ -198,5 +200,21 @@ func TestPanicSite(t *testing.T) {
 	}
 	if !strings.HasPrefix(pe.where, "tests/interp_test.go:") {
 		t.Errorf("panic site %q, want tests/interp_test.go:LINE", pe.where)
+	}
+}
+
+// A script that leaves Inits open has them ended when it ends: the library's
+// process is finalized, so a later PtlNIInit reports NO_INIT.
+func TestRunEndsOpenInits(t *testing.T) {
+	src := `<test><ptl_init/><ptl_init/><ptl_fini/><ptl_ni_init/></test>`
+	if st, why := runScript(t, src); st != Pass {
+		t.Fatalf("script: %v %s", st, why)
+	}
+	ni, _, err := ptl.NIInit(portals.IfaceDefault, portals.NIMatching|portals.NIPhysical, portals.PIDAny, nil)
+	if err == nil {
+		ptl.NIFini(ni)
+	}
+	if !errors.Is(err, portals.NoInit) {
+		t.Fatalf("PtlNIInit after the script: %v, want NO_INIT", err)
 	}
 }

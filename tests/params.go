@@ -2,8 +2,8 @@ package tests
 
 import (
 	"github.com/goportals/goportals/eq"
-	portals "github.com/goportals/goportals/internal/nic"
 	"github.com/goportals/goportals/me"
+	"github.com/goportals/goportals/portals"
 )
 
 // Interpreter defaults, from the reference interpreter's run.c.

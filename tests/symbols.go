@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/goportals/goportals/eq"
-	portals "github.com/goportals/goportals/internal/nic"
 	"github.com/goportals/goportals/me"
+	"github.com/goportals/goportals/portals"
 )
 
 // The symbol tables of the script vocabulary: every enumeration and option word the

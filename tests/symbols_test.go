@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/goportals/goportals/eq"
-	portals "github.com/goportals/goportals/internal/nic"
+	"github.com/goportals/goportals/portals"
 )
 
 // TestUnknownSymbolReadsAsStrtol: a word outside its attribute's table reads as the
