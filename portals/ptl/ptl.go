@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/goportals/goportals/internal/nic"
+
 	"github.com/goportals/goportals/portals"
 	"github.com/goportals/goportals/ptlerr"
 )
@@ -70,7 +72,7 @@ func NIHandle(h any) (*portals.NI, error) {
 		return nil, ptlerr.New("PtlNIHandle", portals.ArgInvalid, fmt.Errorf("%T is not a handle", h))
 	}
 	if ni == nil {
-		return nil, ptlerr.New("PtlNIHandle", portals.ArgInvalid, fmt.Errorf("nil handle"))
+		return nil, nic.NilHandle("PtlNIHandle", "handle")
 	}
 	if _, err := ni.ID(); err != nil {
 		return nil, ptlerr.New("PtlNIHandle", portals.ArgInvalid, err)
@@ -116,7 +118,7 @@ func PTAlloc(ni *portals.NI, opts portals.PTOptions, q *portals.EQ, req portals.
 
 func pt(op string, ni *portals.NI, idx portals.PTIndex) (*portals.PT, error) {
 	if ni == nil {
-		return nil, ptlerr.New(op, portals.ArgInvalid, fmt.Errorf("nil NI handle"))
+		return nil, nic.NilHandle(op, "NI handle")
 	}
 	p, ok := ni.PT(idx)
 	if !ok {
@@ -304,7 +306,7 @@ func trig(ct *portals.CT, threshold uint64) portals.Trigger {
 
 // errNilTrigger is the answer for a triggered call without a counter.
 func errNilTrigger(op string) error {
-	return ptlerr.New(op, portals.ArgInvalid, fmt.Errorf("nil trigger counting event"))
+	return nic.NilHandle(op, "trigger counting event")
 }
 
 // TriggeredPut is PtlTriggeredPut (Span.Put with a Trigger).
