@@ -66,7 +66,7 @@ func TestHostsAcrossNodes(t *testing.T) {
 	here := startAgent(t, bin, key, nil)
 	there := startAgent(t, bin, key, h.Wrap())
 	cmd := exec.Command(bin, "-np", "2", "-prefix", "-timeout", "2m",
-		"-hosts", "127.0.0.1:"+here+","+h.Addr+":"+there, "-agent-key-file", key, demo)
+		"-hosts", "127.0.0.1:"+here+","+h.Addr+":"+there, "-agent-key-file", key, demo, "-iters", "200", "-puts", "20")
 	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 	out, _ := cmd.CombinedOutput()
 	if err := childtest.Check("ptlrun -hosts", cmd.ProcessState.ExitCode(), 0, string(out)); err != nil {
