@@ -25,8 +25,7 @@ import (
 // forkXFail, when set, marks tests/ptl_fork.c as expected to fail and says why;
 // the test then fails if the program passes, so the mark cannot outlive its
 // reason.
-const forkXFail = "a physical NI cannot yet reach a process outside the launcher's job " +
-	"(PtlPut to the other process's PtlGetPhysId returns PTL_ARG_INVALID); it passes once NIs are local"
+const forkXFail = ""
 
 // cTests are the C programs of tests/ the Go tests build.
 var cTests = []string{"ptl_local", "ptl_pair", "ptl_fork", "ptl_putlat", "ptl_callcost", "ptl_nogolib"}

@@ -64,7 +64,7 @@ static int test_swap_phys_ids(void)
 
 /* put_to_parent: the parent exposes a buffer, says so through the pipe, and
  * the child puts into it addressed by target. */
-static int put_to_parent(ptl_handle_ni_t ni, ptl_process_t target, const char *msg)
+static int put_to_parent(ptl_handle_ni_t ni, ptl_process_t target, const char *msg, int logical)
 {
     char win[32], src[32];
     ptl_handle_eq_t q;
@@ -82,7 +82,10 @@ static int put_to_parent(ptl_handle_ni_t ni, ptl_process_t target, const char *m
         memset(&e, 0, sizeof e);
         e.start = win, e.length = sizeof win, e.ct_handle = PTL_CT_NONE, e.uid = PTL_UID_ANY;
         e.options = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE;
-        e.match_id.phys.nid = PTL_NID_ANY, e.match_id.phys.pid = PTL_PID_ANY;
+        if (logical)
+            e.match_id.rank = PTL_RANK_ANY; /* a logical NI matches initiators by rank */
+        else
+            e.match_id.phys.nid = PTL_NID_ANY, e.match_id.phys.pid = PTL_PID_ANY;
         e.match_bits = 0xF0;
         OK(PtlMEAppend(ni, pt, &e, PTL_PRIORITY_LIST, NULL, &me));
         CHECK(send_all(&token, 1) == 0, "pipe write");
@@ -108,7 +111,7 @@ static int put_to_parent(ptl_handle_ni_t ni, ptl_process_t target, const char *m
 
 static int test_put_by_phys_id(void)
 {
-    return put_to_parent(phys_ni, other_phys, "by physical id");
+    return put_to_parent(phys_ni, other_phys, "by physical id", 0);
 }
 
 static int test_logical_from_set_map(void)
@@ -120,7 +123,7 @@ static int test_logical_from_set_map(void)
     OK(PtlSetMap(log_ni, 2, map));
     OK(PtlGetId(log_ni, &id));
     CHECK(id.rank == (ptl_rank_t)is_child, "rank %u, want %d", id.rank, is_child);
-    return put_to_parent(log_ni, ptl_rank(0), "by rank after PtlSetMap");
+    return put_to_parent(log_ni, ptl_rank(0), "by rank after PtlSetMap", 1);
 }
 
 static int test_fini(void)
