@@ -104,9 +104,30 @@ func getID(src *C.ptl_process_t, logical bool) portals.ProcessID {
 	return unpackID(*(*uint64)(unsafe.Pointer(src)), logical)
 }
 
+// cmem is the memory of a ptl_md_t, ptl_le_t or ptl_me_t: a slice, I/O vectors,
+// or a raw address range (Addr, Length) when no slice can name it (start NULL,
+// or a length up to PTL_SIZE_MAX: "all of memory").
+type cmem struct {
+	b    []byte
+	iov  [][]byte
+	addr uintptr
+	n    uint64
+}
+
 // memory turns the start/length pair of a ptl_md_t, ptl_le_t or ptl_me_t into
-// a slice, or into I/O vectors when options has PTL_IOVEC.
-func memory(op string, start unsafe.Pointer, length C.ptl_size_t, options C.uint) ([]byte, [][]byte, error) {
+// its cmem.
+func memory(op string, start unsafe.Pointer, length C.ptl_size_t, options C.uint) (cmem, error) {
+	if options&C.PTL_IOVEC == 0 && length != 0 &&
+		(start == nil || length > maxSpan || uintptr(start)+uintptr(length) < uintptr(start)) {
+		return cmem{addr: uintptr(start), n: uint64(length)}, nil
+	}
+	b, iov, err := memorySlices(op, start, length, options)
+	return cmem{b: b, iov: iov}, err
+}
+
+// memorySlices turns a range of C memory into a slice, or into I/O vectors when
+// options has PTL_IOVEC.
+func memorySlices(op string, start unsafe.Pointer, length C.ptl_size_t, options C.uint) ([]byte, [][]byte, error) {
 	if options&C.PTL_IOVEC != 0 {
 		if length > maxIovecs {
 			return nil, nil, ptlerr.New(op, portals.ArgInvalid, fmt.Errorf("%d I/O vectors", uint64(length)))
@@ -138,9 +159,7 @@ func slice(op string, start unsafe.Pointer, length C.ptl_size_t) ([]byte, error)
 		return nil, nil
 	}
 	if start == nil || length > maxSpan || uintptr(start)+uintptr(length) < uintptr(start) {
-		return nil, ptlerr.New(op, portals.Fail, fmt.Errorf("memory at %p of %d bytes: %w (descriptors over raw "+
-			"addresses, such as start NULL with length PTL_SIZE_MAX, are not provided by this version)",
-			start, uint64(length), portals.ErrNotSupported))
+		return nil, ptlerr.New(op, portals.ArgInvalid, fmt.Errorf("I/O vector at %p of %d bytes", start, uint64(length)))
 	}
 	return unsafe.Slice((*byte)(start), int(length)), nil
 }

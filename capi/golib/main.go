@@ -279,11 +279,11 @@ func goptl_MDBind(niSlot C.uint32_t, md *C.ptl_md_t, eqSlot, ctSlot C.uint32_t, 
 	if !ok {
 		return badHandle(op, "counting event")
 	}
-	b, iov, err := memory(op, md.start, md.length, md.options)
+	cm, err := memory(op, md.start, md.length, md.options)
 	if err != nil {
 		return rc(err)
 	}
-	m, err := ptl.MDBind(ni, portals.MDSpec{Start: b, Iovecs: iov,
+	m, err := ptl.MDBind(ni, portals.MDSpec{Start: cm.b, Iovecs: cm.iov, Addr: cm.addr, Length: cm.n,
 		Options: portals.MDOptions(md.options &^ C.PTL_IOVEC), EQ: q, CT: c})
 	if err != nil {
 		return rc(err)
@@ -316,11 +316,11 @@ func meSpec(op string, me *C.ptl_me_t, ctSlot C.uint32_t, logical bool) (portals
 	if !ok {
 		return portals.MESpec{}, badHandle(op, "counting event")
 	}
-	b, iov, err := memory(op, me.start, me.length, me.options)
+	cm, err := memory(op, me.start, me.length, me.options)
 	if err != nil {
 		return portals.MESpec{}, rc(err)
 	}
-	return portals.MESpec{Start: b, Iovecs: iov, CT: c, UID: portals.UID(me.uid),
+	return portals.MESpec{Start: cm.b, Iovecs: cm.iov, Addr: cm.addr, Length: cm.n, CT: c, UID: portals.UID(me.uid),
 		Options: portals.MEOptions(me.options &^ C.PTL_IOVEC), MatchID: getID(&me.match_id, logical),
 		MatchBits: uint64(me.match_bits), IgnoreBits: uint64(me.ignore_bits), MinFree: uint64(me.min_free)}, C.PTL_OK
 }
@@ -331,11 +331,11 @@ func leSpec(op string, le *C.ptl_le_t, ctSlot C.uint32_t) (portals.LESpec, C.int
 	if !ok {
 		return portals.LESpec{}, badHandle(op, "counting event")
 	}
-	b, iov, err := memory(op, le.start, le.length, le.options)
+	cm, err := memory(op, le.start, le.length, le.options)
 	if err != nil {
 		return portals.LESpec{}, rc(err)
 	}
-	return portals.LESpec{Start: b, Iovecs: iov, CT: c, UID: portals.UID(le.uid),
+	return portals.LESpec{Start: cm.b, Iovecs: cm.iov, Addr: cm.addr, Length: cm.n, CT: c, UID: portals.UID(le.uid),
 		Options: portals.MEOptions(le.options &^ C.PTL_IOVEC)}, C.PTL_OK
 }
 

@@ -229,13 +229,29 @@ static int test_iovec(void)
     return 0;
 }
 
-static int test_raw_md_refused(void)
+static int test_raw_md_all_of_memory(void)
 {
+    /* A descriptor over all of memory (start NULL, length PTL_SIZE_MAX), as
+     * OpenSHMEM binds: local offsets are addresses. */
+    char win[16], src[16] = "all of memory!", back[16];
     ptl_handle_md_t md;
-    ptl_md_t d = {.start = NULL, .length = PTL_SIZE_MAX, .options = 0, .eq_handle = PTL_EQ_NONE,
+    ptl_handle_me_t me;
+    ptl_event_t ev;
+    memset(win, 0, sizeof win);
+    memset(back, 0, sizeof back);
+    ptl_md_t d = {.start = NULL, .length = PTL_SIZE_MAX, .options = 0, .eq_handle = eq,
                   .ct_handle = PTL_CT_NONE};
-    /* Descriptors over all of memory are not provided by this version. */
-    EXPECT_RC(PtlMDBind(ni, &d, &md), PTL_FAIL);
+    OK(PtlMDBind(ni, &d, &md));
+    OK(expose(win, sizeof win, 0x21, PTL_CT_NONE, 0, &me));
+    OK(next_event(eq, PTL_EVENT_LINK, &ev));
+    OK(PtlPut(md, (ptl_size_t)(uintptr_t)src, sizeof src, PTL_ACK_REQ, self, pt, 0x21, 0, NULL, 0));
+    OK(next_event(eq, PTL_EVENT_ACK, &ev));
+    CHECK(memcmp(win, src, sizeof src) == 0, "put over all of memory left \"%.16s\"", win);
+    OK(PtlGet(md, (ptl_size_t)(uintptr_t)back, sizeof back, self, pt, 0x21, 0, NULL));
+    OK(next_event(eq, PTL_EVENT_REPLY, &ev));
+    CHECK(memcmp(back, src, sizeof src) == 0, "get over all of memory brought \"%.16s\"", back);
+    OK(PtlMEUnlink(me));
+    OK(PtlMDRelease(md));
     return 0;
 }
 
@@ -623,7 +639,7 @@ int main(void)
     RUN(test_eq);
     RUN(test_put_get);
     RUN(test_iovec);
-    RUN(test_raw_md_refused);
+    RUN(test_raw_md_all_of_memory);
     RUN(test_atomics);
     RUN(test_ct);
     RUN(test_triggered_ops);
