@@ -471,3 +471,23 @@ func TestReadmeLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestCPairHydra runs the two-rank C tests under MPICH's mpiexec.hydra: the
+// library finds its peers through hydra's PMI, as the C clients that bring
+// their own launcher do.
+func TestCPairHydra(t *testing.T) {
+	hydra, err := exec.LookPath("mpiexec.hydra")
+	if err != nil {
+		t.Skip("mpiexec.hydra not installed (Debian package mpich)")
+	}
+	e := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, hydra, "-n", "2", e.bin["ptl_pair"])
+	c.Env = launcherFree(os.Environ())
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("mpiexec.hydra -n 2 ptl_pair: %v\n%s", err, out)
+	}
+	checkSummaries(t, string(out), 2)
+}
