@@ -88,30 +88,3 @@ func TestFreeInvalidatesBeforeUnmap(t *testing.T) {
 		t.Fatalf("double Free: %v, %d invalidations", err, calls)
 	}
 }
-
-// explicitOnly is a notifier Source that claims to watch every range but only carries
-// explicit invalidations (driverhooks.Invalidate): a cache over it learns of Free only
-// because Free notifies.
-type explicitOnly struct{ sub driverhooks.Subscription }
-
-func (explicitOnly) Watch(addr, length uintptr) error      { return nil }
-func (explicitOnly) Unwatch(addr, length uintptr) error    { return nil }
-func (e explicitOnly) Subscribe() driverhooks.Subscription { return e.sub }
-
-// remapAt maps anonymous memory exactly where the unmapped slice at was.
-func remapAt(t *testing.T, at []byte) []byte {
-	t.Helper()
-	n := len(at)
-	want := unsafe.Pointer(unsafe.SliceData(at))
-	p, err := unix.MmapPtr(-1, 0, want, uintptr(n), unix.PROT_READ|unix.PROT_WRITE,
-		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED_NOREPLACE)
-	if err != nil {
-		t.Skipf("cannot map again at %p (MAP_FIXED_NOREPLACE): %v", want, err)
-	}
-	if p != want {
-		unix.MunmapPtr(p, uintptr(n))
-		t.Skipf("kernel ignored MAP_FIXED_NOREPLACE (got %p, want %p)", p, want)
-	}
-	t.Cleanup(func() { unix.MunmapPtr(p, uintptr(n)) })
-	return unsafe.Slice((*byte)(p), n)
-}

@@ -42,9 +42,6 @@ func (s *spinner) stop() error {
 	return h.stop()
 }
 
-// spinSink keeps the spin loop's work observable.
-var spinSink uint64
-
 // serveSpin is the spinner: it pins its spinning thread to one core, says
 // "spinning on cpu N" (or "any"), and spins until in ends.
 func serveSpin(in io.Reader, out io.Writer) error {
@@ -71,7 +68,6 @@ func serveSpin(in io.Reader, out io.Writer) error {
 				return nil
 			default:
 			}
-			spinSink = i
 		}
 	}
 }

@@ -3,10 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/goportals/goportals/internal/envknob"
 	"runtime"
 	"runtime/debug"
-	"sort"
+
+	"github.com/goportals/goportals/internal/envknob"
 
 	"github.com/goportals/goportals/driverhooks"
 	"github.com/goportals/goportals/internal/rdmadev"
@@ -266,14 +266,4 @@ func pinCacheReport() PinCacheInfo {
 	c.Close()
 	info.EffectiveMaxBytes, info.MemlockLimit = st.MaxBytes, st.MemlockLimit
 	return info
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -1,10 +1,7 @@
 package ibv
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -25,8 +22,8 @@ func TestConformanceOnModel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: building the package again with the ibvmock tag takes a while")
 	}
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
 		t.Skipf("no go tool to build the model variant with: %v", err)
 	}
 	args := []string{"test", "-count=1", "-tags", "ibvmock", "-run", "^(TestConformance|TestEngineOverIBV)$", "-v"}
