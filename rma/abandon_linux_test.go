@@ -134,8 +134,17 @@ func flushAfterFailure(ctx context.Context) error {
 		if err := w.WriteAt(ctx, 0, pid, 0); err != nil {
 			return err
 		}
-		// Rank 0's Put, its ReadAt and its last WriteAt: then it is done with us.
-		return w.WaitArrivals(ctx, 3)
+		// Rank 0's Put, its ReadAt and its last WriteAt ("done"): then it is done
+		// with us. Wait for the bytes, not only a count, so no arrival counted
+		// differently lets us leave before the last write.
+		for n := uint64(3); ; n++ {
+			if err := w.WaitArrivals(ctx, n); err != nil {
+				return err
+			}
+			if string(mem[32:36]) == "done" {
+				return nil
+			}
+		}
 	case 2:
 		return nil // leave at once: the process ends with its window open
 	}
