@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "ptltest.h"
+#include <stdint.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -96,9 +97,16 @@ static int put_to_parent(ptl_handle_ni_t ni, ptl_process_t target, const char *m
     } else {
         ptl_handle_md_t md;
         CHECK(recv_all(&token, 1) == 0, "pipe read");
+        /* By rank: over a descriptor covering all of memory (start NULL, length
+         * PTL_SIZE_MAX), whose offsets are addresses, as OpenSHMEM binds. */
         ptl_md_t d = {.start = src, .length = sizeof src, .options = 0, .eq_handle = q, .ct_handle = PTL_CT_NONE};
+        ptl_size_t off = 0;
+        if (logical) {
+            d.start = NULL, d.length = PTL_SIZE_MAX;
+            off = (ptl_size_t)(uintptr_t)src;
+        }
         OK(PtlMDBind(ni, &d, &md));
-        OK(PtlPut(md, 0, sizeof src, PTL_ACK_REQ, target, pt, 0xF0, 0, NULL, 0));
+        OK(PtlPut(md, off, sizeof src, PTL_ACK_REQ, target, pt, 0xF0, 0, NULL, 0));
         OK(wait_kind(q, PTL_EVENT_ACK, &ev));
         CHECK(ev.ni_fail_type == PTL_NI_OK, "ACK reports failure %d", ev.ni_fail_type);
         CHECK(send_all(&token, 1) == 0, "pipe write");

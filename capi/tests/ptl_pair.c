@@ -454,6 +454,7 @@ static int test_churn(void)
                " stale_in_use %" PRIu64 " stale_hits %" PRIu64 "\n",
                st.hits, st.misses, st.invalidations, st.fallbacks, st.stale_in_use, st.stale_hits);
         CHECK(st.stale_hits == 0, "%" PRIu64 " stale hits in the pin cache", st.stale_hits);
+        CHECK(st.invalidations > 0, "no invalidation: the notifier did not see the frees and remaps");
         /* Two rounds in three put 4 KiB or more, beyond the eager limit: those
          * register their buffer; the 40-byte ones travel inline. */
         CHECK(st.hits + st.misses + st.fallbacks >= 2 * ROUNDS / 3,

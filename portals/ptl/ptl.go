@@ -386,3 +386,18 @@ func EndBundle(ni *portals.NI) error { return ni.EndBundle() }
 
 // AtomicSync is PtlAtomicSync (portals.AtomicSync).
 func AtomicSync() error { return portals.AtomicSync() }
+
+// TriggeredMEAppend is the reference implementation's PtlTriggeredMEAppend, an
+// extension outside the Portals 4 specification: not provided (ErrNotSupported).
+func TriggeredMEAppend(ni *portals.NI, idx portals.PTIndex, s portals.MESpec, list portals.List, userPtr uint64,
+	trigCT *portals.CT, threshold uint64) (*portals.ME, error) {
+	return nil, ptlerr.New("PtlTriggeredMEAppend", portals.Fail,
+		fmt.Errorf("an extension of the reference implementation: %w", portals.ErrNotSupported))
+}
+
+// TriggeredMEUnlink is the reference implementation's PtlTriggeredMEUnlink, an
+// extension outside the Portals 4 specification: not provided (ErrNotSupported).
+func TriggeredMEUnlink(m *portals.ME, trigCT *portals.CT, threshold uint64) error {
+	return ptlerr.New("PtlTriggeredMEUnlink", portals.Fail,
+		fmt.Errorf("an extension of the reference implementation: %w", portals.ErrNotSupported))
+}
