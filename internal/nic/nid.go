@@ -3,6 +3,8 @@ package nic
 import (
 	"net"
 	"sync"
+
+	"github.com/goportals/goportals/internal/bootstrap"
 )
 
 // The nid of a node. A node is a kernel and a network namespace: the nid is the
@@ -25,31 +27,9 @@ func nodeNID() NID {
 	return nidOnce.nid
 }
 
-func nidFromInterfaces() NID {
-	ifs, err := net.Interfaces()
-	if err != nil {
-		return loopbackNID
-	}
-	for _, it := range ifs {
-		if it.Flags&net.FlagUp == 0 || it.Flags&net.FlagLoopback != 0 {
-			continue
-		}
-		addrs, err := it.Addrs()
-		if err != nil {
-			continue
-		}
-		for _, a := range addrs {
-			ipn, ok := a.(*net.IPNet)
-			if !ok {
-				continue
-			}
-			if v4 := ipn.IP.To4(); v4 != nil {
-				return nidOf(v4)
-			}
-		}
-	}
-	return loopbackNID
-}
+// nidFromInterfaces is the nid of this node's address (bootstrap.NodeAddr: the
+// first IPv4 address of an interface up and not loopback, else 127.0.0.1).
+func nidFromInterfaces() NID { return nidOf(bootstrap.NodeAddr()) }
 
 // nidOf is the nid of an IPv4 address.
 func nidOf(v4 net.IP) NID {

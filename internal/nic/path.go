@@ -1,6 +1,10 @@
 package nic
 
-import "sort"
+import (
+	"maps"
+	"slices"
+	"strings"
+)
 
 // pather is a queue pair that says how it reaches its peer (the soft provider's:
 // "shm" or "tcp").
@@ -23,17 +27,5 @@ func (ni *NI) Path() string {
 		}
 		seen[p] = true
 	}
-	var ps []string
-	for p := range seen {
-		ps = append(ps, p)
-	}
-	sort.Strings(ps)
-	out := ""
-	for i, p := range ps {
-		if i > 0 {
-			out += "+"
-		}
-		out += p
-	}
-	return out
+	return strings.Join(slices.Sorted(maps.Keys(seen)), "+")
 }

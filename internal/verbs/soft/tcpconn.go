@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/goportals/goportals/internal/bootstrap"
+
 	"github.com/goportals/goportals/internal/envknob"
 	"github.com/goportals/goportals/internal/verbs"
 )
@@ -44,29 +46,6 @@ var netnsID = sync.OnceValue(func() uint64 {
 	return st.Ino
 })
 
-// nodeIP is the address this node's peers reach it at: the first IPv4 address of
-// an interface that is up and not loopback, or 127.0.0.1 when there is none.
-func nodeIP() net.IP {
-	ifs, err := net.Interfaces()
-	if err == nil {
-		for _, fi := range ifs {
-			if fi.Flags&net.FlagUp == 0 || fi.Flags&net.FlagLoopback != 0 {
-				continue
-			}
-			addrs, err := fi.Addrs()
-			if err != nil {
-				continue
-			}
-			for _, a := range addrs {
-				if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
-					return n.IP.To4()
-				}
-			}
-		}
-	}
-	return net.IPv4(127, 0, 0, 1).To4()
-}
-
 // tcpState is a context's TCP side: the listener peers dial, and connections that
 // arrived before their queue pair's Connect.
 type tcpState struct {
@@ -87,7 +66,7 @@ type earlyConn struct {
 // listen opens the context's listener once; peers on other nodes dial it.
 func (c *Context) listen() {
 	c.tcp.once.Do(func() {
-		ip := nodeIP()
+		ip := bootstrap.NodeAddr()
 		ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
 		if err != nil {
 			return
