@@ -67,6 +67,7 @@ type NI struct {
 	nMD         int
 	eqs         map[*EQ]struct{} // the live event queues: they die with the NI
 	cts         map[*CT]struct{} // the live counting events: they die with the NI
+	cells       *cellSlab        // where the counting events keep their values (first CTAlloc on)
 	ops         map[uint64]*initOp
 	nextOp      uint64
 	tops        map[uint64]*targetOp
@@ -369,6 +370,13 @@ func (ni *NI) shutdown() {
 	}
 	for c := range cts {
 		c.c.Free()
+	}
+	ni.mu.Lock()
+	cells := ni.cells
+	ni.cells = nil
+	ni.mu.Unlock()
+	if cells != nil {
+		putSlab(cells)
 	}
 	if ni.reg != nil {
 		ni.reg.Close()
