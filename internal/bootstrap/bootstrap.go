@@ -79,15 +79,37 @@ func openFrom(ctx context.Context, lookup func(string) (string, bool)) (Bootstra
 		if err != nil {
 			return nil, opErr("open", -1, "", err)
 		}
-		return Dial(ctx, cfg)
+		c, err := Dial(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		processKey.Store(keyOf(c))
+		return c, nil
 	}
 	if _, _, ok := foreignLauncher(lookup); ok {
 		b, err := openLauncher(ctx, lookup)
 		if err != nil {
 			return nil, opErr("open", -1, "", err)
 		}
+		// The launcher hands out no secret (see jobkey.go) unless it passed
+		// ptlrun's variable to a rendezvous job.
+		keys := &keyShare{}
+		if k, ok := lookup(EnvJobKey); ok && k != "" {
+			keys = knownKey(k)
+		} else if err := keys.publish(b); err != nil {
+			b.Close()
+			return nil, opErr("open", -1, "", err)
+		}
+		switch x := b.(type) {
+		case *PMI:
+			x.keys = keys
+		case *Rendezvous:
+			x.keys = keys
+		}
+		processKey.Store(keys)
 		return b, nil
 	}
+	processKey.Store(nil)
 	return NewLone(), nil
 }
 

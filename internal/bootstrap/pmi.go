@@ -82,6 +82,7 @@ type PMI struct {
 	size   int
 	maxKey int
 	maxVal int
+	keys   *keyShare // the job key, learned at the first Fence (nil: not asked)
 
 	wire sync.Mutex // held for each exchange with the launcher
 
@@ -278,6 +279,9 @@ func (p *PMI) Fence(ctx context.Context) error {
 		p.mu.Unlock()
 		return nil
 	})
+	if err == nil && p.keys != nil {
+		err = p.keys.learn(ctx, p)
+	}
 	return opErr("fence", -1, "", err)
 }
 

@@ -222,6 +222,7 @@ func firstHost(list string) (string, error) {
 // Abort keep serving until the other ranks have left (at most a minute).
 type Rendezvous struct {
 	*Client
+	keys  *keyShare // the job key, learned at the first Fence unless given
 	srv   *Server
 	done  chan struct{} // closed when srv.Serve returned
 	close sync.Once
@@ -297,6 +298,18 @@ func (r *Rendezvous) stopServer() {
 		r.srv.Close()
 		<-r.done
 	})
+}
+
+// Fence publishes the puts made before it and waits for every rank (see
+// Bootstrap); the first one also makes the job key known (see JobKey).
+func (r *Rendezvous) Fence(ctx context.Context) error {
+	if err := r.Client.Fence(ctx); err != nil {
+		return err
+	}
+	if r.keys != nil {
+		return r.keys.learn(ctx, r)
+	}
+	return nil
 }
 
 // Close leaves the job; rank 0 then serves until the others have left.

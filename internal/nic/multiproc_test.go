@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,6 +25,9 @@ import (
 func TestMain(m *testing.M) {
 	if role := os.Getenv("PORTALS_TEST_ROLE"); role != "" {
 		if code, ok := runHarnessRole(role); ok {
+			os.Exit(code)
+		}
+		if code, ok := runKeyRole(role); ok {
 			os.Exit(code)
 		}
 		if err := runRole(role); err != nil {
@@ -44,11 +49,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// TestMultiProcessPutGetAtomic: rank 0 puts, gets and runs atomics against rank 1.
+// TestMultiProcessPutGetAtomic: each rank puts, gets and runs atomics against the other.
 func TestMultiProcessPutGetAtomic(t *testing.T) {
 	out := launch(t, "putget")
-	if !strings.Contains(out, "[0] ok") {
-		t.Fatalf("rank 0 did not finish:\n%s", out)
+	for r := 0; r < 2; r++ {
+		if !strings.Contains(out, fmt.Sprintf("[%d] ok", r)) {
+			t.Fatalf("rank %d did not finish:\n%s", r, out)
+		}
 	}
 }
 
@@ -58,6 +65,16 @@ func TestMultiProcessDeadPeer(t *testing.T) {
 	out := launch(t, "deadpeer")
 	if !strings.Contains(out, "[0] undeliverable") {
 		t.Fatalf("rank 0 did not see the peer die:\n%s", out)
+	}
+}
+
+// region is the part of a rank's target buffer that one source rank writes.
+const region = 1 << 20
+
+// fillPair writes the bytes rank src sends to rank dst: each pair its own pattern.
+func fillPair(b []byte, src, dst int) {
+	for i := range b {
+		b[i] = byte(i*13 + src*7 + dst*3 + 1)
 	}
 }
 
@@ -78,9 +95,15 @@ func runRole(role string) error {
 	if err != nil {
 		return err
 	}
-	me := b.Rank()
-	peer := p.JobMap()[1-me]
+	me, n := b.Rank(), b.Size()
+	ids := p.JobMap()
+	// q takes this rank's own operations' events; the portal table entry's
+	// events (other ranks' operations here) are counted by ct only.
 	q, err := ni.EQAlloc(256)
+	if err != nil {
+		return err
+	}
+	tq, err := ni.EQAlloc(16)
 	if err != nil {
 		return err
 	}
@@ -88,18 +111,20 @@ func runRole(role string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := ni.PTAlloc(0, q, 2); err != nil {
+	if _, err := ni.PTAlloc(0, tq, 2); err != nil {
 		return err
 	}
-	target := make([]byte, 1<<20)
+	// Rank s writes region s of every other rank's buffer.
+	target := make([]byte, n*region)
 	if _, err := ni.MEAppend(2, MESpec{Start: target, CT: ct, UID: UIDAny, Options: MEOpPut | MEOpGet | MEEventCTComm |
-		MEEventLinkDisable, MatchID: ProcessID{NID: NIDAny, PID: PIDAny}}, PriorityList, 0); err != nil {
+		MEEventCommDisable | MEEventLinkDisable, MatchID: ProcessID{NID: NIDAny, PID: PIDAny}}, PriorityList, 0); err != nil {
 		return err
 	}
-	if role == "deadpeer" && me == 0 {
-		// Connect before rank 1 leaves: the test is about a connection that dies.
-		if pr := ni.connectTo(peer); pr.broken.Load() {
-			return fmt.Errorf("connecting to rank 1: %v", pr.why)
+	dies := n - 1 // the rank that leaves in the dead-peer role
+	if role == "deadpeer" && me != dies {
+		// Connect before the rank leaves: the test is about a connection that dies.
+		if pr := ni.connectTo(ids[dies]); pr.broken.Load() {
+			return fmt.Errorf("connecting to rank %d: %v", dies, pr.why)
 		}
 	}
 	if err := b.Barrier(ctx); err != nil {
@@ -107,74 +132,47 @@ func runRole(role string) error {
 	}
 	switch role {
 	case "putget":
-		if me == 1 {
-			_, err := ct.Wait(ctx, 4) // 2 puts, 2 gets
-			if err == nil {
-				err = b.Barrier(ctx) // rank 0 checks the atomics before we exit
+		// Every rank puts, gets and fetch-adds to every other: in two namespaces
+		// that is the shared-memory path inside one and the TCP path across.
+		for k := 1; k < n; k++ {
+			peer := (me + k) % n
+			if err := putGetPeer(ctx, ni, q, me, peer, ids[peer]); err != nil {
+				return fmt.Errorf("rank %d to rank %d: %w", me, peer, err)
 			}
+		}
+		// The others' 2 puts, 2 gets and one fetch-add each.
+		if _, err := ct.Wait(ctx, uint64(5*(n-1))); err != nil {
 			return err
 		}
-		for _, size := range []int{8, 1 << 20} {
-			src := make([]byte, size)
-			for i := range src {
-				src[i] = byte(i * 13)
-			}
-			m, err := ni.MDBind(MDSpec{Start: src, EQ: q, Options: MDEventSendDisable})
-			if err != nil {
-				return err
-			}
-			if err := Put(m, 0, uint64(size), AckReqFull, peer, 2, 0, 0, 1, 0); err != nil {
-				return err
-			}
-			if ev, err := q.Wait(ctx); err != nil || ev.Type != eq.EventAck || ev.NIFail != eq.NIOK || ev.MLength != uint64(size) {
-				return fmt.Errorf("put %d: %+v %v", size, ev, err)
-			}
-			back := make([]byte, size)
-			g, err := ni.MDBind(MDSpec{Start: back, EQ: q})
-			if err != nil {
-				return err
-			}
-			if err := Get(g, 0, uint64(size), peer, 2, 0, 0, 2); err != nil {
-				return err
-			}
-			if ev, err := q.Wait(ctx); err != nil || ev.Type != eq.EventReply || !bytes.Equal(back, src) {
-				return fmt.Errorf("get %d: %+v %v", size, ev, err)
-			}
-		}
-		// fetch-add on the first word of rank 1's buffer (which holds our 1 MiB put).
-		one := make([]byte, 8)
-		binary.LittleEndian.PutUint64(one, 1)
-		old := make([]byte, 8)
-		pm, err := ni.MDBind(MDSpec{Start: one, EQ: q, Options: MDEventSendDisable})
-		if err != nil {
+		if err := b.Barrier(ctx); err != nil {
 			return err
 		}
-		gm, err := ni.MDBind(MDSpec{Start: old, EQ: q})
-		if err != nil {
-			return err
+		// What every other rank left here, byte for byte: its 1 MiB put, whose
+		// first word it then incremented.
+		for src := 0; src < n; src++ {
+			if src == me {
+				continue
+			}
+			want := make([]byte, region)
+			fillPair(want, src, me)
+			binary.LittleEndian.PutUint64(want, binary.LittleEndian.Uint64(want)+1)
+			if got := target[src*region : (src+1)*region]; !bytes.Equal(got, want) {
+				return fmt.Errorf("region of rank %d differs from what it wrote at byte %d", src, firstDiff(got, want))
+			}
 		}
-		if err := FetchAtomic(gm, 0, pm, 0, 8, peer, 2, 0, 0, 3, 0, eq.OpSum, eq.Uint64); err != nil {
-			return err
-		}
-		if ev, err := q.Wait(ctx); err != nil || ev.Type != eq.EventReply {
-			return fmt.Errorf("fetch-add: %+v %v", ev, err)
-		}
-		want := binary.LittleEndian.Uint64([]byte{0, 13, 26, 39, 52, 65, 78, 91})
-		if got := binary.LittleEndian.Uint64(old); got != want {
-			return fmt.Errorf("fetch-add returned %#x, want %#x", got, want)
-		}
-		fmt.Println("ok")
+		fmt.Printf("ok paths%s\n", peerPaths(ni, ids, me))
 		return b.Barrier(ctx)
 	case "deadpeer":
-		if me == 1 {
+		if me == dies {
 			// Leave without finalizing anything. syscall.Exit, not os.Exit: under
 			// -race, os.Exit's race finalization can wait forever on the progress
 			// threads parked in futex system calls.
 			syscall.Exit(0)
 		}
-		// Wait until this NI has seen the connection to rank 1 fail (the provider's
-		// pidfd watch notices the exit and flushes the queue pair).
-		pr := peerByID(ni, peer)
+		// Wait until this NI has seen the connection to the rank fail (the
+		// provider's pidfd watch or the TCP stream's end notices the exit and
+		// flushes the queue pair).
+		pr := peerByID(ni, ids[dies])
 		for {
 			pr.sendMu.Lock()
 			failed := pr.failed
@@ -184,7 +182,7 @@ func runRole(role string) error {
 			}
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("the connection to the exited rank 1 never failed: %w", ctx.Err())
+				return fmt.Errorf("the connection to the exited rank %d never failed: %w", dies, ctx.Err())
 			case <-time.After(time.Millisecond):
 			}
 		}
@@ -192,7 +190,7 @@ func runRole(role string) error {
 		if err != nil {
 			return err
 		}
-		if err := Put(m, 0, 64, AckReqFull, peer, 2, 0, 0, 0, 0); err != nil {
+		if err := Put(m, 0, 64, AckReqFull, ids[dies], 2, 0, 0, 0, 0); err != nil {
 			return err
 		}
 		ev, err := q.Wait(ctx)
@@ -203,4 +201,101 @@ func runRole(role string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown role %q", role)
+}
+
+// putGetPeer puts 8 bytes and 1 MiB into rank me's region of peer's buffer and
+// gets each back, then fetch-adds one to the region's first word: every byte
+// checked.
+func putGetPeer(ctx context.Context, ni *NI, q *EQ, me, peerRank int, peer ProcessID) error {
+	off := uint64(me * region)
+	for _, size := range []int{8, region} {
+		src := make([]byte, size)
+		fillPair(src, me, peerRank)
+		m, err := ni.MDBind(MDSpec{Start: src, EQ: q, Options: MDEventSendDisable})
+		if err != nil {
+			return err
+		}
+		if err := Put(m, 0, uint64(size), AckReqFull, peer, 2, 0, off, 1, 0); err != nil {
+			return err
+		}
+		if ev, err := q.Wait(ctx); err != nil || ev.Type != eq.EventAck || ev.NIFail != eq.NIOK || ev.MLength != uint64(size) {
+			return fmt.Errorf("put %d: %+v %v", size, ev, err)
+		}
+		back := make([]byte, size)
+		g, err := ni.MDBind(MDSpec{Start: back, EQ: q})
+		if err != nil {
+			return err
+		}
+		if err := Get(g, 0, uint64(size), peer, 2, 0, off, 2); err != nil {
+			return err
+		}
+		if ev, err := q.Wait(ctx); err != nil || ev.Type != eq.EventReply || !bytes.Equal(back, src) {
+			return fmt.Errorf("get %d: %+v %v (first difference at %d)", size, ev, err, firstDiff(back, src))
+		}
+		if err := m.Release(); err != nil {
+			return err
+		}
+		if err := g.Release(); err != nil {
+			return err
+		}
+	}
+	// Fetch-add on the first word of our region (which holds our 1 MiB put).
+	one := make([]byte, 8)
+	binary.LittleEndian.PutUint64(one, 1)
+	old := make([]byte, 8)
+	pm, err := ni.MDBind(MDSpec{Start: one, EQ: q, Options: MDEventSendDisable})
+	if err != nil {
+		return err
+	}
+	gm, err := ni.MDBind(MDSpec{Start: old, EQ: q})
+	if err != nil {
+		return err
+	}
+	if err := FetchAtomic(gm, 0, pm, 0, 8, peer, 2, 0, off, 3, 0, eq.OpSum, eq.Uint64); err != nil {
+		return err
+	}
+	if ev, err := q.Wait(ctx); err != nil || ev.Type != eq.EventReply {
+		return fmt.Errorf("fetch-add: %+v %v", ev, err)
+	}
+	first := make([]byte, 8)
+	fillPair(first, me, peerRank)
+	if got, want := binary.LittleEndian.Uint64(old), binary.LittleEndian.Uint64(first); got != want {
+		return fmt.Errorf("fetch-add returned %#x, want %#x", got, want)
+	}
+	return nil
+}
+
+// peerPaths says which path carries the traffic to each other rank, as
+// " rank:path" items in rank order (the paths of its connections, joined by "+").
+func peerPaths(ni *NI, ids []ProcessID, me int) string {
+	var b strings.Builder
+	for r, id := range ids {
+		if r == me {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, pr := range ni.peerList() {
+			if pr == nil || pr.qp == nil || keyOf(pr.id) != keyOf(id) {
+				continue
+			}
+			if q, ok := pr.qp.(interface{ Path() string }); ok {
+				seen[q.Path()] = true
+			}
+		}
+		fmt.Fprintf(&b, " %d:%s", r, strings.Join(slices.Sorted(maps.Keys(seen)), "+"))
+	}
+	return b.String()
+}
+
+// firstDiff is the index of the first byte where a and b differ (-1: none).
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
+	return -1
 }

@@ -2,6 +2,7 @@ package nic
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -9,12 +10,17 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/goportals/goportals/internal/bootstrap"
 )
 
 // Between nodes the rendezvous of a pid is a TCP port of its node: the nid is the
 // node's IPv4 address, and pid p listens at port rvPortBase+p on every interface.
 // A request and its answer travel as one length-prefixed frame each, in the
-// format of the node-local rendezvous. PIDAny picks pids below rvPIDSpan, whose
+// format of the node-local rendezvous, after a first frame from the requester
+// carrying the key of its job (bootstrap.JobKey): a request with another key, or
+// from a process whose job key is not known yet, is refused with an empty answer
+// frame, so a process of another job (or of none) cannot open a connection. PIDAny picks pids below rvPIDSpan, whose
 // ports are valid; an explicit larger pid is reachable inside its node only.
 
 const (
@@ -69,6 +75,14 @@ func (t *tcpRendezvous) serve(p *Process) {
 				defer t.wg.Done()
 				defer c.Close()
 				c.SetDeadline(time.Now().Add(10 * time.Second))
+				key, err := readFrame(c)
+				if err != nil {
+					return
+				}
+				if want, known := bootstrap.JobKey(); !known || len(key) != len(want) || subtle.ConstantTimeCompare(key, want) != 1 {
+					writeFrame(c, nil)
+					return
+				}
 				req, err := readFrame(c)
 				if err != nil {
 					return
@@ -108,6 +122,17 @@ func readFrame(r io.Reader) ([]byte, error) {
 	return b, err
 }
 
+// writeFrames writes frames in one write.
+func writeFrames(w io.Writer, frames ...[]byte) error {
+	var f []byte
+	for _, b := range frames {
+		f = binary.LittleEndian.AppendUint32(f, uint32(len(b)))
+		f = append(f, b...)
+	}
+	_, err := w.Write(f)
+	return err
+}
+
 func writeFrame(w io.Writer, b []byte) error {
 	f := make([]byte, 4+len(b))
 	binary.LittleEndian.PutUint32(f, uint32(len(b)))
@@ -133,6 +158,11 @@ func (ni *NI) exchangeRemote(ctx context.Context, id ProcessID, req *connectRequ
 		rep connectReply
 		err error
 	}
+	key, known := bootstrap.JobKey()
+	if !known {
+		return connectReply{}, fmt.Errorf("%w: nid %#x pid %d: this process's job key is not known yet (its job has not fenced)",
+			errUnreachable, uint32(id.NID), id.PID)
+	}
 	done := make(chan result, 1)
 	go func() {
 		var d net.Dialer
@@ -145,13 +175,17 @@ func (ni *NI) exchangeRemote(ctx context.Context, id ProcessID, req *connectRequ
 		if dl, ok := ctx.Deadline(); ok {
 			c.SetDeadline(dl)
 		}
-		if err := writeFrame(c, req.encode()); err != nil {
+		if err := writeFrames(c, key, req.encode()); err != nil {
 			done <- result{err: fmt.Errorf("%w: nid %#x pid %d: %w", errUnreachable, uint32(id.NID), id.PID, err)}
 			return
 		}
 		b, err := readFrame(c)
 		if err != nil {
 			done <- result{err: fmt.Errorf("%w: nid %#x pid %d did not answer: %w", errUnreachable, uint32(id.NID), id.PID, err)}
+			return
+		}
+		if len(b) == 0 {
+			done <- result{err: fmt.Errorf("%w: nid %#x pid %d refused this process's job key (another job's process)", errUnreachable, uint32(id.NID), id.PID)}
 			return
 		}
 		rep, ok := decodeReply(b)

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/goportals/goportals/internal/bootstrap"
 	"github.com/goportals/goportals/internal/verbs"
 )
 
@@ -1047,22 +1048,31 @@ func (l *tcpLink) complete(tok uint64, st verbs.Status, byteLen uint32) bool {
 	return true
 }
 
-// jobKey is the secret a TCP peer must present (SetJobKey); empty: none asked.
+// jobKey, when set (SetJobKey), is the secret a TCP peer must present in place
+// of the job's (bootstrap.JobKey).
 var jobKey atomic.Pointer[[]byte]
 
-// SetJobKey sets the key TCP connections present and check: a peer whose hello
-// carries another key is refused. The bootstrap sets it from the job's launcher;
-// processes of one job share it.
+// SetJobKey sets the key TCP connections present and check, in place of the key
+// of the job the process joined (bootstrap.JobKey, which the provider follows
+// otherwise): a peer whose hello carries another key is refused. nil goes back
+// to following the job's key.
 func SetJobKey(key []byte) {
+	if key == nil {
+		jobKey.Store(nil)
+		return
+	}
 	k := append([]byte(nil), key...)
 	jobKey.Store(&k)
 }
 
-func currentKey() []byte {
+// currentKey returns the key to present and check, and whether it is known: a
+// process of a job whose key is not yet known (before its first fence under a
+// launcher that hands out no secret) can neither connect nor be connected to.
+func currentKey() ([]byte, bool) {
 	if k := jobKey.Load(); k != nil {
-		return *k
+		return *k, true
 	}
-	return nil
+	return bootstrap.JobKey()
 }
 
 func keysEqual(a, b []byte) bool {

@@ -1,6 +1,7 @@
 package soft
 
 import (
+	"context"
 	"encoding/binary"
 	"io"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goportals/goportals/internal/bootstrap"
 	"github.com/goportals/goportals/internal/verbs"
 )
 
@@ -76,5 +78,67 @@ func TestTCPJobKey(t *testing.T) {
 	SetJobKey([]byte("a-third-key"))
 	if got := rawHello(t, c, q.Num(), c.nonce, []byte("the-job-key")); got != helloKey {
 		t.Fatalf("after the key changed, the old key: answer %d, want refusal %d", got, helloKey)
+	}
+}
+
+// TestTCPJobKeyFollowsJob: without SetJobKey, the TCP listener checks the key of
+// the job the process joined through the bootstrap: a hello with another key, or
+// with none, is refused; the job's key is accepted.
+func TestTCPJobKeyFollowsJob(t *testing.T) {
+	srv, err := bootstrap.NewServer(bootstrap.ServerConfig{Size: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background()) }()
+	defer func() {
+		srv.Close()
+		<-served
+	}()
+	// Runs after the environment is restored: the process goes back to no job.
+	t.Cleanup(func() {
+		b, err := bootstrap.Open(context.Background())
+		if err == nil {
+			b.Close()
+		}
+	})
+	cfg := srv.ClientConfig(0)
+	t.Setenv(bootstrap.EnvAddr, cfg.Addr)
+	t.Setenv(bootstrap.EnvRank, "0")
+	t.Setenv(bootstrap.EnvSize, "1")
+	t.Setenv(bootstrap.EnvJobKey, cfg.JobKey)
+	b, err := bootstrap.Open(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := c.CreateCQ(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := pd.CreateQP(verbs.QPAttr{SendCQ: cq, RecvCQ: cq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.tcp.ln == nil {
+		t.Skip("no TCP listener on this machine")
+	}
+	if got := rawHello(t, c, q.Num(), c.nonce, nil); got != helloKey {
+		t.Fatalf("no key: answer %d, want refusal %d", got, helloKey)
+	}
+	if got := rawHello(t, c, q.Num(), c.nonce, []byte("another-job")); got != helloKey {
+		t.Fatalf("another key: answer %d, want refusal %d", got, helloKey)
+	}
+	if got := rawHello(t, c, q.Num(), c.nonce, []byte(srv.JobKey())); got != helloOK {
+		t.Fatalf("the job's key: answer %d, want %d", got, helloOK)
 	}
 }

@@ -118,7 +118,7 @@ func (c *Context) hello(conn net.Conn) {
 		conn.Close()
 		return
 	}
-	if !keysEqual(key, currentKey()) {
+	if want, known := currentKey(); !known || !keysEqual(key, want) {
 		conn.Write([]byte{helloKey})
 		conn.Close()
 		return
@@ -208,12 +208,15 @@ func (q *qp) connectTCP(a address) error {
 
 // dialPeer opens the stream to a's listener and greets it.
 func dialPeer(a address, qpn uint32, nonce uint64) (net.Conn, error) {
+	key, known := currentKey()
+	if !known {
+		return nil, verbs.Errorf("connect", verbs.ErrUnreachable, errors.New("the job key is not known yet (the job has not fenced)"))
+	}
 	ip := net.IP(a.tcpIP[:])
 	conn, err := net.DialTimeout("tcp", net.JoinHostPort(ip.String(), fmt.Sprint(a.tcpPort)), 10*time.Second)
 	if err != nil {
 		return nil, verbs.Errorf("connect", verbs.ErrUnreachable, err)
 	}
-	key := currentKey()
 	h := make([]byte, helloLen, helloLen+len(key))
 	binary.LittleEndian.PutUint32(h[0:], helloMagic)
 	binary.LittleEndian.PutUint32(h[4:], a.qpn)
