@@ -62,6 +62,7 @@ const (
 	dtWinSlabIno  = 72 // u64: the cell slab's memfd inode
 	dtWinSlabFD   = 80 // u32
 	dtWinMaxMsg   = 88 // u64
+	dtWinMaxAtom  = 96 // u64: the target's max_atomic_size
 )
 
 // Window flags.
@@ -96,6 +97,7 @@ type directState struct {
 	peers  []*peerDirect           // by peer index
 
 	ops atomic.Uint64 // operations carried out by direct access
+	buf []byte        // an atomic's operand and old data (under ni.mu)
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -147,6 +149,7 @@ type winSnap struct {
 	slot    uint32
 	length  uint64
 	maxMsg  uint64
+	maxAtom uint64
 	mem     []byte // the entry's bytes in our mapping of its memfd
 	cell    *eq.Cell
 	winBase unsafe.Pointer
@@ -301,6 +304,7 @@ func (ni *NI) directSync(t *pt) {
 	u64At(win, dtWinLength).Store(head.mem.Len())
 	u64At(win, dtWinMemSize).Store(bk.Size)
 	u64At(win, dtWinMaxMsg).Store(ni.limits.MaxMsgSize)
+	u64At(win, dtWinMaxAtom).Store(ni.limits.MaxAtomicSize)
 	w.e, w.ct = head, ct
 	gen.Add(1) // even: open
 }
@@ -559,9 +563,16 @@ func (ni *NI) directFinished(o *initOp) {
 // directTry carries out o by direct access when every rule allows it, posting the
 // initiator's events, and reports whether it did; otherwise the caller sends it
 // through the engine. Called with ni.mu held (it stays held).
-func (ni *NI) directTry(o *initOp, pr *peer) bool {
-	if o.kind != msgPut && o.kind != msgGet {
+func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
+	atom := o.kind == msgAtomic || o.kind == msgFetch || o.kind == msgSwap
+	if o.kind != msgPut && o.kind != msgGet && !atom {
 		return false
+	}
+	if atom {
+		sz := uint64(o.atomType.Size())
+		if sz != 4 && sz != 8 || o.length == 0 || o.length%sz != 0 {
+			return false
+		}
 	}
 	p := ni.directPeer(pr)
 	if p == nil {
@@ -605,11 +616,17 @@ func (ni *NI) directTry(o *initOp, pr *peer) bool {
 	// The rules the target would check: permissions (a violation goes to the target,
 	// which counts it), no truncation, the message size.
 	need := uint32(wfPut)
-	if o.kind == msgGet {
+	switch o.kind {
+	case msgGet:
 		need = wfGet
+	case msgFetch, msgSwap:
+		need = wfPut | wfGet
 	}
-	if s.flags&need == 0 || (s.flags&wfUIDAny == 0 && s.uid != uint32(ni.proc.uid)) ||
+	if s.flags&need != need || (s.flags&wfUIDAny == 0 && s.uid != uint32(ni.proc.uid)) ||
 		o.roff > s.length || o.length > s.length-o.roff || o.length > s.maxMsg {
+		return false
+	}
+	if atom && (o.length > s.maxAtom || !inPlaceOK(o.atomType, unsafe.Pointer(&s.mem[o.roff]))) {
 		return false
 	}
 	if s.flags&wfCount != 0 && s.cell == nil {
@@ -623,10 +640,13 @@ func (ni *NI) directTry(o *initOp, pr *peer) bool {
 	}
 	dst := s.mem[o.roff : o.roff+o.length]
 	var err error
-	if o.kind == msgPut {
+	switch o.kind {
+	case msgPut:
 		_, err = o.md.mem.ReadAt(dst, o.localOff)
-	} else {
+	case msgGet:
 		_, err = o.md.mem.WriteAt(dst, o.localOff)
+	default:
+		err = ni.directAtomic(o, dst, operand)
 	}
 	attention := false
 	if err == nil && s.flags&wfCount != 0 {
@@ -648,8 +668,11 @@ func (ni *NI) directTry(o *initOp, pr *peer) bool {
 		// Our own memory faulted (a raw descriptor): as on the engine's path, the
 		// operation fails; the bytes before the fault may have landed.
 		ni.sendEvent(o, eq.NISegv)
-		if o.kind == msgGet {
+		switch o.kind {
+		case msgGet:
 			ni.initEvent(o, o.md, eq.EventReply, eq.NISegv, 0, o.roff, 0)
+		case msgFetch, msgSwap:
+			ni.initEvent(o, o.getMD, eq.EventReply, eq.NISegv, 0, o.roff, 0)
 		}
 		return true
 	}
@@ -658,11 +681,40 @@ func (ni *NI) directTry(o *initOp, pr *peer) bool {
 		ni.initEvent(o, o.md, eq.EventReply, eq.NIOK, o.length, o.roff, uint8(me.ListPriority))
 		return true
 	}
+	if o.kind == msgFetch || o.kind == msgSwap {
+		ni.sendEvent(o, eq.NIOK)
+		ni.initEvent(o, o.getMD, eq.EventReply, eq.NIOK, o.length, o.roff, uint8(me.ListPriority))
+		return true
+	}
 	ni.sendEvent(o, eq.NIOK)
 	if o.ack != NoAckReq && s.flags&wfAckOff == 0 {
 		ni.initEvent(o, o.md, eq.EventAck, eq.NIOK, o.length, o.roff, uint8(me.ListPriority))
 	}
 	return true
+}
+
+// directAtomic applies an atomic, fetching or not, to dst in the target's memory
+// (aligned words, checked by the caller); the old data of a fetch or swap goes to
+// o.getMD. Called with ni.mu held.
+func (ni *NI) directAtomic(o *initOp, dst, operand []byte) error {
+	d := ni.direct
+	if need := 2 * int(o.length); len(d.buf) < need {
+		d.buf = make([]byte, max(need, 2*eagerMax))
+	}
+	src, old := d.buf[:o.length], d.buf[o.length:2*o.length]
+	if _, err := o.md.mem.ReadAt(src, o.localOff); err != nil {
+		return err
+	}
+	var cond []byte
+	if o.kind == msgSwap && o.atomOp >= eq.OpCSwap {
+		cond = operand
+	}
+	atomicInPlace(o.atomOp, o.atomType, dst, src, cond, old)
+	if o.kind == msgFetch || o.kind == msgSwap {
+		_, err := o.getMD.mem.WriteAt(old, o.getOff)
+		return err
+	}
+	return nil
 }
 
 // DirectOps returns how many operations this NI carried out by direct access (for

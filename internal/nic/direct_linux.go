@@ -121,6 +121,7 @@ func (r *remoteTable) snapshot(win []byte, old *winSnap) *winSnap {
 	slabIno := u64At(win, dtWinSlabIno).Load()
 	slabFD := u32At(win, dtWinSlabFD).Load()
 	maxMsg := u64At(win, dtWinMaxMsg).Load()
+	maxAtom := u64At(win, dtWinMaxAtom).Load()
 	if gen.Load() != g || off > size || length > size-off {
 		return nil
 	}
@@ -159,7 +160,7 @@ func (r *remoteTable) snapshot(win []byte, old *winSnap) *winSnap {
 	if s == nil {
 		s = &winSnap{}
 	}
-	*s = winSnap{gen: g, flags: flags, uid: uid, slot: slot, length: length, maxMsg: maxMsg,
+	*s = winSnap{gen: g, flags: flags, uid: uid, slot: slot, length: length, maxMsg: maxMsg, maxAtom: maxAtom,
 		mem: mem[off : off+length : off+length], cell: cell}
 	r.trim()
 	return s

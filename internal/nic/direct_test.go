@@ -345,6 +345,51 @@ func directEvents(ctx context.Context) error {
 		}
 		fmt.Printf("T get %d data %x\n", i, sum)
 	}
+	// Atomics: each with its operand from src (offset 64 on: bytes 7i+3), the old
+	// data into dst, at 4096-byte steps of the entry's first page pair.
+	for i, a := range []struct {
+		kind   string
+		op     AtomicOp
+		dt     AtomicType
+		n      uint64
+		roff   uint64
+		ack    AckReq
+		events int
+	}{
+		{"atomic", eq.OpSum, eq.Uint64, 8, 0, AckReqFull, 2}, {"atomic", eq.OpSum, eq.Uint64, 64, 64, CTAckReq, 1},
+		{"atomic", eq.OpBXor, eq.Uint32, 16, 128, AckReqFull, 2}, {"atomic", eq.OpSum, eq.Double, 16, 256, AckReqFull, 2},
+		{"atomic", eq.OpMin, eq.Int32, 8, 512, AckReqFull, 2}, {"atomic", eq.OpSum, eq.Uint16, 8, 520, AckReqFull, 2},
+		{"atomic", eq.OpSum, eq.Uint64, 8, 3, AckReqFull, 2}, // misaligned: through the target
+		{"fetch", eq.OpSum, eq.Uint64, 8, 0, NoAckReq, 2}, {"fetch", eq.OpBOr, eq.Uint64, 8, 8, NoAckReq, 2},
+		{"fetch", eq.OpMax, eq.Float, 4, 256, NoAckReq, 2}, {"fetch", eq.OpLXor, eq.Int64, 16, 16, NoAckReq, 2},
+		{"swap", eq.OpSwap, eq.Uint64, 8, 0, NoAckReq, 2}, {"swap", eq.OpCSwap, eq.Uint64, 8, 0, NoAckReq, 2},
+		{"swap", eq.OpCSwap, eq.Uint64, 8, 8, NoAckReq, 2}, {"swap", eq.OpMSwap, eq.Uint32, 4, 128, NoAckReq, 2},
+		{"swap", eq.OpCSwapGT, eq.Int32, 4, 512, NoAckReq, 2},
+		{"fetch", eq.OpSum, eq.Uint64, 8, 0, NoAckReq, 2}, // on PT 8 below: an operation violation
+	} {
+		pt := PTIndex(4)
+		if i == 16 {
+			pt = 8
+		}
+		cmpv := make([]byte, 8)
+		binary.LittleEndian.PutUint64(cmpv, binary.LittleEndian.Uint64(src[64+8*i:]))
+		var err error
+		switch a.kind {
+		case "atomic":
+			err = Atomic(pm, 64+8*uint64(i), a.n, a.ack, r.peer, pt, 0, a.roff, uint64(200+i), 0, a.op, a.dt)
+		case "fetch":
+			err = FetchAtomic(gm, 0, pm, 64+8*uint64(i), a.n, r.peer, pt, 0, a.roff, uint64(200+i), 0, a.op, a.dt)
+		case "swap":
+			err = Swap(gm, 0, pm, 64+8*uint64(i), a.n, r.peer, pt, 0, a.roff, uint64(200+i), 0, cmpv, a.op, a.dt)
+		}
+		if err != nil {
+			return err
+		}
+		if err := drain(fmt.Sprintf("%s %d", a.kind, i), a.events); err != nil {
+			return err
+		}
+		fmt.Printf("T %s %d old %x\n", a.kind, i, dst[:a.n])
+	}
 	if err := r.b.Barrier(ctx); err != nil {
 		return err
 	}
@@ -412,6 +457,20 @@ func directWAW(ctx context.Context) error {
 	}
 	if ev, err := r.q.Wait(ctx); err != nil || ev.Type != eq.EventReply {
 		return fmt.Errorf("get: %+v %v", ev, err)
+	}
+	// Once the target has counted everything handled, puts elsewhere go direct
+	// (the test's verdict needs the direct path to have been open).
+	am, err := r.ni.MDBind(MDSpec{Start: make([]byte, 8), EQ: r.q, Options: MDEventSendDisable})
+	if err != nil {
+		return err
+	}
+	for i := 0; i < 10000 && r.ni.DirectOps() == 0; i++ {
+		if err := Put(am, 0, 8, AckReqFull, r.peer, 4, 0, 2048, 0, 0); err != nil {
+			return err
+		}
+		if ev, err := r.q.Wait(ctx); err != nil || ev.Type != eq.EventAck {
+			return fmt.Errorf("put: %+v %v", ev, err)
+		}
 	}
 	return r.b.Barrier(ctx)
 }

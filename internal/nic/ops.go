@@ -191,7 +191,7 @@ func (ni *NI) start(name string, o *initOp, target ProcessID, operand []byte) er
 			break // unreachable: the operation completes with NI_UNDELIVERABLE
 		}
 	}
-	if ni.direct != nil && !pr.broken.Load() && ni.directTry(o, pr) {
+	if ni.direct != nil && !pr.broken.Load() && ni.directTry(o, pr, operand) {
 		ni.mu.Unlock() // done by direct access (direct.go)
 		return nil
 	}
