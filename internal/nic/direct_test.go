@@ -116,6 +116,74 @@ func TestDirectRevoke(t *testing.T) {
 	}
 }
 
+// TestDirectNotice: a direct put counted into the target's counter wakes a
+// target blocked in CT.Wait on it and fires the triggered operation it reached,
+// though the target's engine never saw the put.
+func TestDirectNotice(t *testing.T) {
+	out := runDirectJob(t, "direct-notice", "auto")
+	if !strings.Contains(out, "[1] T notice ok") {
+		t.Fatalf("no verdict:\n%s", out)
+	}
+	if n := directCounts(out); n["0"] < 2 {
+		t.Fatalf("the puts did not go direct:\n%s", out)
+	}
+}
+
+func directNotice(ctx context.Context) error {
+	r, err := directSetup(ctx, directOpts)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	if r.me == 1 {
+		ct2, err := r.ni.CTAlloc()
+		if err != nil {
+			return err
+		}
+		if err := TriggeredCTInc(ct2, CTEvent{Success: 1}, r.ct, 1); err != nil {
+			return err
+		}
+		woke := make(chan error, 1)
+		go func() {
+			_, err := r.ct.Wait(ctx, 2)
+			woke <- err
+		}()
+		if err := r.b.Barrier(ctx); err != nil {
+			return err
+		}
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		if v, err := ct2.Wait(wctx, 1); err != nil {
+			return fmt.Errorf("the trigger on the entry's counter never fired: %+v %v", v, err)
+		}
+		select {
+		case err := <-woke:
+			if err != nil {
+				return err
+			}
+		case <-wctx.Done():
+			return fmt.Errorf("CT.Wait never woke")
+		}
+		fmt.Println("T notice ok")
+		return r.b.Barrier(ctx)
+	}
+	m, err := r.ni.MDBind(MDSpec{Start: make([]byte, 8), Options: MDVolatile})
+	if err != nil {
+		return err
+	}
+	if err := r.b.Barrier(ctx); err != nil {
+		return err
+	}
+	// Long enough for rank 1's waits to stop spinning and sleep.
+	for i := 0; i < 2; i++ {
+		time.Sleep(500 * time.Millisecond)
+		if err := Put(m, 0, 8, NoAckReq, r.peer, 4, 0, 8*uint64(i), 0, 0); err != nil {
+			return err
+		}
+	}
+	return r.b.Barrier(ctx)
+}
+
 // directSetup is the common start of the direct roles: a non-matching NI, an
 // event queue and counter on the target, and portal index 4 with one persistent
 // entry over heap (md.Alloc).
@@ -189,6 +257,7 @@ func runDirectRole(role string) (int, bool) {
 		"direct-events": directEvents,
 		"direct-waw":    directWAW,
 		"direct-revoke": directRevokeRole,
+		"direct-notice": directNotice,
 	}[role]
 	if !ok {
 		return 0, false
