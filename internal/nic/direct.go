@@ -135,6 +135,7 @@ type peerDirect struct {
 	tried  bool
 	rt     *remoteTable // nil: no direct access to this peer
 	sent   uint64       // requests sent through the engine
+	base   uint64       // the target's seen count for us when we first looked (an earlier NI of our pid)
 	track  int          // tracked operations not yet answered
 	seen   *atomic.Uint64
 	snaps  map[PTIndex]*winSnap
@@ -564,16 +565,6 @@ func (ni *NI) directFinished(o *initOp) {
 // initiator's events, and reports whether it did; otherwise the caller sends it
 // through the engine. Called with ni.mu held (it stays held).
 func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
-	atom := o.kind == msgAtomic || o.kind == msgFetch || o.kind == msgSwap
-	if o.kind != msgPut && o.kind != msgGet && !atom {
-		return false
-	}
-	if atom {
-		sz := uint64(o.atomType.Size())
-		if sz != 4 && sz != 8 || o.length == 0 || o.length%sz != 0 {
-			return false
-		}
-	}
 	p := ni.directPeer(pr)
 	if p == nil {
 		return false
@@ -587,6 +578,26 @@ func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
 		p.rt = openRemoteTable(h)
 		if p.rt != nil {
 			p.selfID = seenKey(ni.physID())
+			if p.sent == 0 {
+				// Requests an earlier NI of our pid sent are counted under the same
+				// key: ours start from here.
+				if p.seen = seenSlotIn(p.rt.tab, p.selfID, false); p.seen != nil {
+					p.base = p.seen.Load()
+				}
+			} else {
+				p.rt.release()
+				p.rt = nil // requests went out before we could know the count: stay on the engine's path
+			}
+		}
+	}
+	atom := o.kind == msgAtomic || o.kind == msgFetch || o.kind == msgSwap
+	if o.kind != msgPut && o.kind != msgGet && !atom {
+		return false
+	}
+	if atom {
+		sz := uint64(o.atomType.Size())
+		if sz != 4 && sz != 8 || o.length == 0 || o.length%sz != 0 {
+			return false
 		}
 	}
 	if p.rt == nil || p.track != 0 {
@@ -596,7 +607,7 @@ func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
 		if p.seen == nil {
 			p.seen = seenSlotIn(p.rt.tab, p.selfID, false)
 		}
-		if p.seen == nil || p.seen.Load() != p.sent {
+		if p.seen == nil || p.seen.Load()-p.base != p.sent {
 			return false
 		}
 	}
