@@ -97,7 +97,10 @@ type directState struct {
 	peers  []*peerDirect           // by peer index
 
 	ops atomic.Uint64 // operations carried out by direct access
-	buf []byte        // an atomic's operand and old data (under ni.mu)
+	buf []byte        // an operand and old data, or a put's eager data (under ni.mu)
+	// putFault is the error of the last direct put whose raw source faulted
+	// part-way (under ni.mu): start returns it.
+	putFault error
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -643,6 +646,26 @@ func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
 	if s.flags&wfCount != 0 && s.cell == nil {
 		return false
 	}
+	// What our own memory holds goes out of it before the window is entered: an
+	// operand, or a put's data from raw memory up to the eager size (a fault then
+	// leaves the operation to the engine's path, which fails it the same way).
+	var src []byte
+	d := ni.direct
+	if need := 2 * int(min(o.length, eagerMax)); len(d.buf) < need {
+		d.buf = make([]byte, max(need, 2*eagerMax))
+	}
+	switch {
+	case atom:
+		src = d.buf[:o.length]
+		if _, err := o.md.mem.ReadAt(src, o.localOff); err != nil {
+			return false
+		}
+	case o.kind == msgPut && o.md.mem.IsRaw() && o.length <= eagerMax:
+		src = d.buf[:o.length]
+		if _, err := o.md.mem.ReadAt(src, o.localOff); err != nil {
+			return false
+		}
+	}
 	in := u64At(win, dtWinInflight)
 	in.Add(1)
 	if gen.Load() != s.gen {
@@ -650,17 +673,25 @@ func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
 		return false
 	}
 	dst := s.mem[o.roff : o.roff+o.length]
-	var err error
+	var srcErr error // a fault reading a long put's raw source, part-way
 	switch o.kind {
 	case msgPut:
-		_, err = o.md.mem.ReadAt(dst, o.localOff)
+		if src != nil {
+			copy(dst, src)
+		} else {
+			_, srcErr = o.md.mem.ReadAt(dst, o.localOff)
+		}
 	case msgGet:
-		_, err = o.md.mem.WriteAt(dst, o.localOff)
 	default:
-		err = ni.directAtomic(o, dst, operand)
+		old := d.buf[o.length : 2*o.length]
+		var cond []byte
+		if o.kind == msgSwap && o.atomOp >= eq.OpCSwap {
+			cond = operand
+		}
+		atomicInPlace(o.atomOp, o.atomType, dst, src, cond, old)
 	}
 	attention := false
-	if err == nil && s.flags&wfCount != 0 {
+	if srcErr == nil && s.flags&wfCount != 0 {
 		n := uint64(1)
 		if s.flags&wfBytes != 0 {
 			n = o.length
@@ -670,31 +701,40 @@ func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
 	if attention {
 		u32At(win, dtWinNotice).Store(1)
 	}
+	// A get copies out while still in the window (the entry's memory may go once
+	// it is revoked); into our memory, whose fault the REPLY reports.
+	var dstErr error
+	if o.kind == msgGet {
+		_, dstErr = o.md.mem.WriteAt(dst, o.localOff)
+	}
 	in.Add(^uint64(0))
 	if attention {
 		u32At(p.rt.tab, dtNotify).Add(1)
 		directWake(p.rt.tab)
 	}
-	if err != nil {
-		// Our own memory faulted (a raw descriptor): as on the engine's path, the
-		// operation fails; the bytes before the fault may have landed.
-		ni.sendEvent(o, eq.NISegv)
-		switch o.kind {
-		case msgGet:
-			ni.initEvent(o, o.md, eq.EventReply, eq.NISegv, 0, o.roff, 0)
-		case msgFetch, msgSwap:
-			ni.initEvent(o, o.getMD, eq.EventReply, eq.NISegv, 0, o.roff, 0)
+	d.ops.Add(1)
+	switch o.kind {
+	case msgPut:
+		if srcErr != nil {
+			// As the engine's path, which cannot pin the range: the call fails
+			// with no event; the bytes before the fault may have landed.
+			d.putFault = srcErr
+			return true
 		}
+	case msgGet:
+		fail := eq.NIOK
+		if dstErr != nil {
+			fail = eq.NISegv
+		}
+		ni.initEvent(o, o.md, eq.EventReply, fail, o.length, o.roff, uint8(me.ListPriority))
 		return true
-	}
-	ni.direct.ops.Add(1)
-	if o.kind == msgGet {
-		ni.initEvent(o, o.md, eq.EventReply, eq.NIOK, o.length, o.roff, uint8(me.ListPriority))
-		return true
-	}
-	if o.kind == msgFetch || o.kind == msgSwap {
+	case msgFetch, msgSwap:
+		fail := eq.NIOK
+		if _, err := o.getMD.mem.WriteAt(d.buf[o.length:2*o.length], o.getOff); err != nil {
+			fail = eq.NISegv
+		}
 		ni.sendEvent(o, eq.NIOK)
-		ni.initEvent(o, o.getMD, eq.EventReply, eq.NIOK, o.length, o.roff, uint8(me.ListPriority))
+		ni.initEvent(o, o.getMD, eq.EventReply, fail, o.length, o.roff, uint8(me.ListPriority))
 		return true
 	}
 	ni.sendEvent(o, eq.NIOK)
@@ -704,28 +744,15 @@ func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
 	return true
 }
 
-// directAtomic applies an atomic, fetching or not, to dst in the target's memory
-// (aligned words, checked by the caller); the old data of a fetch or swap goes to
-// o.getMD. Called with ni.mu held.
-func (ni *NI) directAtomic(o *initOp, dst, operand []byte) error {
-	d := ni.direct
-	if need := 2 * int(o.length); len(d.buf) < need {
-		d.buf = make([]byte, max(need, 2*eagerMax))
+// directFault returns (and forgets) the failure of the direct put just carried out
+// whose raw source faulted, as the engine's path reports it. Called with ni.mu held.
+func (ni *NI) directFault(name string) error {
+	err := ni.direct.putFault
+	if err == nil {
+		return nil
 	}
-	src, old := d.buf[:o.length], d.buf[o.length:2*o.length]
-	if _, err := o.md.mem.ReadAt(src, o.localOff); err != nil {
-		return err
-	}
-	var cond []byte
-	if o.kind == msgSwap && o.atomOp >= eq.OpCSwap {
-		cond = operand
-	}
-	atomicInPlace(o.atomOp, o.atomType, dst, src, cond, old)
-	if o.kind == msgFetch || o.kind == msgSwap {
-		_, err := o.getMD.mem.WriteAt(old, o.getOff)
-		return err
-	}
-	return nil
+	ni.direct.putFault = nil
+	return opErr(name, Fail, err)
 }
 
 // DirectOps returns how many operations this NI carried out by direct access (for

@@ -192,8 +192,9 @@ func (ni *NI) start(name string, o *initOp, target ProcessID, operand []byte) er
 		}
 	}
 	if ni.direct != nil && !pr.broken.Load() && ni.directTry(o, pr, operand) {
+		err := ni.directFault(name)
 		ni.mu.Unlock() // done by direct access (direct.go)
-		return nil
+		return err
 	}
 	ni.nextOp++
 	o.id, o.pr = ni.nextOp, pr
