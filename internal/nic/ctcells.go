@@ -22,6 +22,7 @@ const cellSlots = 1 << 12
 type cellSlab struct {
 	mem  []byte // cellSlots*eq.CellSize bytes
 	fd   int    // the memfd behind mem, -1 where there is none
+	ino  uint64 // its inode number (peers check it when they open fd by its /proc path)
 	free []int  // slots given back by CT.Free
 	next int    // slots below next have been handed out
 }
@@ -40,11 +41,11 @@ func getSlab() (*cellSlab, error) {
 		slabPool.free = slabPool.free[:n-1]
 		return s, nil
 	}
-	mem, fd, err := mapCells(cellSlots * eq.CellSize)
+	mem, fd, ino, err := mapCells(cellSlots * eq.CellSize)
 	if err != nil {
 		return nil, fmt.Errorf("counting-event memory: %w", err)
 	}
-	return &cellSlab{mem: mem, fd: fd}, nil
+	return &cellSlab{mem: mem, fd: fd, ino: ino}, nil
 }
 
 // putSlab returns s to the pool; its cells are zeroed as they are handed out again.

@@ -268,6 +268,7 @@ func (c *CT) Free() error {
 	if _, live := c.ni.cts[c]; live {
 		// The counter has left its cell (eq.Counter.Free): the slot may serve again.
 		delete(c.ni.cts, c)
+		c.ni.directCTFreed(c) // no peer counts into the slot once it may serve again
 		c.ni.cells.free = append(c.ni.cells.free, c.slot)
 	}
 	c.ni.mu.Unlock()

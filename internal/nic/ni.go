@@ -77,6 +77,7 @@ type NI struct {
 	evbuf       []me.Event
 	buf1        []byte
 	buf2        []byte
+	direct      *directState // direct access (direct.go); nil when off
 
 	queued   atomic.Int32 // engine sends waiting in peer queues
 	trig     triggerRunner
@@ -269,6 +270,7 @@ func (p *Process) niInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 		go ni.run()
 	}
 	go ni.runTriggers()
+	ni.direct = newDirect(ni)
 	p.nis[slot] = ni
 	p.pid = claim
 	return ni, true, nil
@@ -337,6 +339,7 @@ func (ni *NI) shutdown() {
 	}
 	close(ni.stop)
 	ni.wg.Wait()
+	ni.directClose() // no peer stores into our entries or counters from here on
 	// No caller drives progress from here on (progressOnce sees dead under progMu),
 	// so nothing touches the queues while they are torn down.
 	ni.progMu.Lock()

@@ -191,11 +191,17 @@ func (ni *NI) start(name string, o *initOp, target ProcessID, operand []byte) er
 			break // unreachable: the operation completes with NI_UNDELIVERABLE
 		}
 	}
+	if ni.direct != nil && !pr.broken.Load() && ni.directTry(o, pr, operand) {
+		err := ni.directFault(name)
+		ni.mu.Unlock() // done by direct access (direct.go)
+		return err
+	}
 	ni.nextOp++
 	o.id, o.pr = ni.nextOp, pr
 	if (o.kind == msgPut || o.kind == msgAtomic) && o.ack == NoAckReq && o.length <= eagerMax {
 		// Fire and forget: complete once the request left; nothing to track, and
 		// o stays on the caller's stack.
+		ni.directSent(pr, false)
 		ni.mu.Unlock()
 		return ni.issueOrFail(name, o, operand)
 	}
@@ -206,6 +212,7 @@ func (ni *NI) start(name string, o *initOp, target ProcessID, operand []byte) er
 	h := copyOp(o)
 	h.tracked = true
 	ni.ops[h.id] = h
+	ni.directSent(pr, true)
 	ni.mu.Unlock()
 	return ni.issueOrFail(name, h, operand)
 }
@@ -340,6 +347,7 @@ func (ni *NI) finish(o *initOp) {
 		return
 	}
 	delete(ni.ops, o.id)
+	ni.directFinished(o)
 	o.md.inflight--
 	if o.getMD != nil {
 		o.getMD.inflight--
