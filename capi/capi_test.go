@@ -28,7 +28,7 @@ import (
 const forkXFail = ""
 
 // cTests are the C programs of tests/ the Go tests build.
-var cTests = []string{"ptl_local", "ptl_pair", "ptl_fork", "ptl_putlat", "ptl_callcost", "ptl_nogolib"}
+var cTests = []string{"ptl_local", "ptl_pair", "ptl_fork", "ptl_putlat", "ptl_callcost", "ptl_nogolib", "ptl_ctspin"}
 
 // env is what setup built: an installed prefix, the C programs, ptlrun and
 // the Go benchmark.
@@ -218,6 +218,29 @@ func TestCGOMAXPROCS1(t *testing.T) {
 	checkSummaries(t, out, 2)
 }
 
+// TestCCounterInPlace runs tests/ptl_ctspin.c: the shim answers PtlCTGet and
+// satisfied counter waits from the counter's cell without entering Go, and a
+// program that waits by spinning on PtlCTGet alone still completes its puts
+// when nothing else drives the engine (one P, no progress goroutine), alone and
+// in a two-rank ping-pong; and with the defaults.
+func TestCCounterInPlace(t *testing.T) {
+	e := setup(t)
+	bare := []string{"GOMAXPROCS=1", "PTL_PROGRESS_GOROUTINE=0"}
+	for _, c := range []struct {
+		env []string
+		n   int
+	}{{bare, 0}, {bare, 2}, {nil, 2}} {
+		out, err := e.runEnv(t, c.env, c.n, e.bin["ptl_ctspin"])
+		if err != nil {
+			t.Fatalf("%v ranks %d ptl_ctspin: %v\n%s", c.env, c.n, err, out)
+		}
+		checkSummaries(t, out, max(c.n, 1))
+		for _, m := range regexp.MustCompile(`ctspin: .*`).FindAllString(out, -1) {
+			t.Logf("%v ranks %d: %s", c.env, max(c.n, 1), m)
+		}
+	}
+}
+
 // TestCForkNoLauncher runs the program that forks before PtlInit and swaps
 // physical ids through a pipe (see forkXFail).
 func TestCForkNoLauncher(t *testing.T) {
@@ -265,7 +288,7 @@ func declared(t *testing.T, header string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile(`(?m)^(?:int|void)\s+((?:Ptl|goportals_)\w+)\(`)
+	re := regexp.MustCompile(`(?m)^(?:int|void|uint64_t)\s+((?:Ptl|goportals_)\w+)\(`)
 	var names []string
 	for _, m := range re.FindAllStringSubmatch(string(src), -1) {
 		names = append(names, m[1])

@@ -602,6 +602,30 @@ func goptl_CTGet(slot C.uint32_t, ev *C.ptl_ct_event_t) (r C.int) {
 	return C.PTL_OK
 }
 
+// goptl_CTValueAddr writes where the counter at slot keeps its value, laid out
+// as ptl_ct_event_t outside the Go heap (ptl.CTValueAddr): the shim reads it
+// there to answer PtlCTGet, PtlCTWait and PtlCTPoll without calling in. The
+// address is meaningful until the counter is freed or its NI finalized.
+//
+//export goptl_CTValueAddr
+func goptl_CTValueAddr(slot C.uint32_t, addr *C.uintptr_t) (r C.int) {
+	const op = "PtlCTAlloc"
+	defer guard(op, &r)
+	c, _, ok := lookup[*portals.CT](uint32(slot))
+	if !ok {
+		return badHandle(op, "counting event")
+	}
+	if addr == nil {
+		return fail(op, portals.ArgInvalid, "no place for the address")
+	}
+	a, err := ptl.CTValueAddr(c)
+	if err != nil {
+		return rc(err)
+	}
+	*addr = C.uintptr_t(a)
+	return C.PTL_OK
+}
+
 //export goptl_CTWait
 func goptl_CTWait(slot C.uint32_t, test C.ptl_size_t, ev *C.ptl_ct_event_t) (r C.int) {
 	const op = "PtlCTWait"

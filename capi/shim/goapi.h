@@ -56,6 +56,7 @@
     X(int, goptl_CTFree, (uint32_t slot))                                                      \
     X(int, goptl_CTCancelTriggered, (uint32_t slot))                                           \
     X(int, goptl_CTGet, (uint32_t slot, ptl_ct_event_t *ev))                                   \
+    X(int, goptl_CTValueAddr, (uint32_t slot, uintptr_t *addr))                               \
     X(int, goptl_CTWait, (uint32_t slot, ptl_size_t test, ptl_ct_event_t *ev))                 \
     X(int, goptl_CTPoll, (uint32_t *slots, ptl_size_t *tests, unsigned int size,               \
                           ptl_time_t timeout, ptl_ct_event_t *ev, unsigned int *which))        \
