@@ -18,9 +18,16 @@ import (
 // main is never run: the package is a c-shared library.
 func main() {}
 
+// goptl_Init serves PtlInit. ownPMI is set when the program speaks PMI itself
+// (the shim found PMI_Init or PMI2_Init in the process): the library then
+// leaves the launcher's PMI connection to it (withoutPMI).
+//
 //export goptl_Init
-func goptl_Init() (r C.int) {
+func goptl_Init(ownPMI C.int) (r C.int) {
 	defer guard("PtlInit", &r)
+	if ownPMI != 0 {
+		return rc(withoutPMI(ptl.Init))
+	}
 	return rc(ptl.Init())
 }
 

@@ -18,7 +18,7 @@
 #define GOPTL_NO_SLOT ((uint32_t)0xffffffffu)
 
 #define GOPTL_FUNCS(X)                                                                         \
-    X(int, goptl_Init, (void))                                                                 \
+    X(int, goptl_Init, (int ownPMI))                                                           \
     X(void, goptl_Fini, (int last))                                                            \
     X(int, goptl_NIInit, (uint32_t slot, ptl_interface_t iface, unsigned int options,          \
                           ptl_pid_t pid, ptl_ni_limits_t *desired, ptl_ni_limits_t *actual,    \

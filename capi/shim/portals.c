@@ -307,6 +307,17 @@ static int load_golib(void)
             return PTL_NO_INIT;                                                    \
     } while (0)
 
+/* program_speaks_pmi reports whether the process contains a PMI client of its
+ * own (PMI-1 or PMI-2: Sandia OpenSHMEM's pmi-simple, MPICH, a launcher's
+ * libpmi). A PMI launcher gives each rank one connection, which that client
+ * holds: the Go library must then not open it too (its requests and answers
+ * would interleave with the program's), and such programs give their logical
+ * NIs a map with PtlSetMap. */
+static int program_speaks_pmi(void)
+{
+    return dlsym(RTLD_DEFAULT, "PMI_Init") != NULL || dlsym(RTLD_DEFAULT, "PMI2_Init") != NULL;
+}
+
 EXPORT int PtlInit(void)
 {
     int rc;
@@ -320,7 +331,7 @@ EXPORT int PtlInit(void)
         pthread_mutex_unlock(&init_mu);
         return PTL_FAIL;
     }
-    rc = GO(goptl_Init)();
+    rc = GO(goptl_Init)(program_speaks_pmi());
     if (rc == PTL_OK)
         atomic_fetch_add(&init_count, 1);
     pthread_mutex_unlock(&init_mu);
