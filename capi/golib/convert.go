@@ -228,10 +228,27 @@ func toLimits(dst *C.ptl_ni_limits_t, l portals.Limits) {
 	dst.max_list_size = cint(l.MaxListSize)
 	dst.max_triggered_ops = cint(l.MaxTriggeredOps)
 	dst.max_msg_size = C.ptl_size_t(l.MaxMsgSize)
-	dst.max_atomic_size = C.ptl_size_t(l.MaxAtomicSize)
-	dst.max_fetch_atomic_size = C.ptl_size_t(l.MaxFetchAtomicSize)
+	dst.max_atomic_size = C.ptl_size_t(wholeElements(l.MaxAtomicSize))
+	dst.max_fetch_atomic_size = C.ptl_size_t(wholeElements(l.MaxFetchAtomicSize))
 	dst.max_waw_ordered_size = C.ptl_size_t(l.MaxWAWOrderedSize)
 	dst.max_war_ordered_size = C.ptl_size_t(l.MaxWAROrderedSize)
 	dst.max_volatile_size = C.ptl_size_t(l.MaxVolatileSize)
 	dst.features = C.uint(l.Features)
+}
+
+// largestElement is the size of the largest atomic datatype,
+// PTL_LONG_DOUBLE_COMPLEX.
+const largestElement = 32
+
+// wholeElements cuts an atomic size limit down to a multiple of every datatype's
+// size. Clients cut a long atomic into pieces of the limit's size (Sandia
+// OpenSHMEM's reductions do): with the engine's limit (its largest inline
+// payload, 932 bytes) a piece would end inside an element and the next one start
+// misaligned, corrupting the result. A limit below 32 bytes (a small one the
+// program asked for) stays as granted.
+func wholeElements(n uint64) uint64 {
+	if n < largestElement {
+		return n
+	}
+	return n - n%largestElement
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include <portals4.h>
+#include <portals4_goportals.h>
 
 #define PT_INDEX 9
 #define BAR_BITS 0xBA77ULL
@@ -87,9 +88,12 @@ int main(int argc, char **argv)
     DIE(PtlCTWait(bct, 1, &v));
 
     double t0 = 0;
+    uint64_t calls0 = 0;
     for (long i = 0; i < WARMUP + iters; i++) {
-        if (i == WARMUP)
+        if (i == WARMUP) {
             t0 = now();
+            calls0 = goportals_go_calls();
+        }
         if (self.rank == 0) {
             DIE(PtlPut(md, 0, 8, PTL_NO_ACK_REQ, peer, pt, DATA_BITS, 0, NULL, 0));
             DIE(PtlCTWait(ct, (ptl_size_t)i + 1, &v));
@@ -99,8 +103,10 @@ int main(int argc, char **argv)
         }
     }
     double dt = now() - t0;
+    double calls = (double)(goportals_go_calls() - calls0) / (double)iters;
     if (self.rank == 0)
-        printf("putlat api=c bytes=8 iters=%ld oneway_us=%.3f\n", iters, dt / (double)iters / 2 * 1e6);
+        printf("putlat api=c bytes=8 iters=%ld oneway_us=%.3f go_calls_per_round_trip=%.2f\n", iters,
+               dt / (double)iters / 2 * 1e6, calls);
 
     /* Leave together, so no put is left in flight toward a finished rank. */
     DIE(PtlPut(bmd, 0, 1, PTL_ACK_REQ, peer, pt, BAR_BITS, 0, NULL, 0));
