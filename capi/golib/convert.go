@@ -42,6 +42,12 @@ func rc(err error) C.int {
 	if err == nil {
 		return C.PTL_OK
 	}
+	// The usual answers of a poll (EQ_EMPTY, CT_NONE_REACHED) and every code but
+	// PTL_FAIL, which a missing feature is, return here: the search of the error
+	// chain below costs an allocation, too much for a call made in a loop.
+	if oe, ok := err.(*ptlerr.OpError); ok && !debug && oe.Errno != portals.Fail {
+		return C.int(oe.Errno)
+	}
 	if debug {
 		fmt.Fprintln(os.Stderr, "libportals:", err)
 	} else if errors.Is(err, portals.ErrNotSupported) {

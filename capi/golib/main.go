@@ -513,7 +513,7 @@ func goptl_EQGet(slot C.uint32_t, ev *C.ptl_event_t, wait C.int) (r C.int) {
 		err error
 	)
 	if wait != 0 {
-		v, err = ptl.EQWait(q)
+		v, err = eqWait(q)
 	} else {
 		v, err = ptl.EQGet(q)
 	}
@@ -537,7 +537,7 @@ func goptl_EQPoll(slots *C.uint32_t, size C.uint, timeout C.ptl_time_t, ev *C.pt
 		}
 		qs[i], es[i] = q, e
 	}
-	v, i, err := ptl.EQPoll(qs, uint32(timeout))
+	v, i, err := eqPoll(qs, uint32(timeout))
 	logical := false
 	if i >= 0 && i < len(es) {
 		logical = es[i].logical
@@ -641,7 +641,7 @@ func goptl_CTWait(slot C.uint32_t, test C.ptl_size_t, ev *C.ptl_ct_event_t) (r C
 	if !ok {
 		return badHandle(op, "counting event")
 	}
-	v, err := ptl.CTWait(c, uint64(test))
+	v, err := ctWait(c, uint64(test))
 	code := rc(err)
 	if code == C.PTL_OK {
 		fillCT(ev, v)
@@ -668,7 +668,7 @@ func goptl_CTPoll(slots *C.uint32_t, tests *C.ptl_size_t, size C.uint, timeout C
 		}
 		cs[i], tv[i] = c, uint64(ts[i])
 	}
-	v, i, err := ptl.CTPoll(cs, tv, uint32(timeout))
+	v, i, err := ctPoll(cs, tv, uint32(timeout))
 	code := rc(err)
 	if code == C.PTL_OK {
 		fillCT(ev, v)

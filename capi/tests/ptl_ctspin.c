@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include "ptltest.h"
 #include <portals4_goportals.h>
+#include <pthread.h>
 #include <time.h>
 
 #define PT_INDEX 11
@@ -118,6 +119,64 @@ static int test_reused_cell_starts_at_zero(void)
     OK(PtlCTWait(b, 0, &v));
     EXPECT_RC(PtlCTGet(b, NULL), PTL_ARG_INVALID);
     OK(PtlCTFree(b));
+    return 0;
+}
+
+struct waiter {
+    ptl_handle_ct_t ct;
+    ptl_handle_eq_t eq;
+    _Atomic int started;
+    int ct_rc, eq_rc;
+};
+
+static void *wait_ct(void *arg)
+{
+    struct waiter *w = arg;
+    ptl_ct_event_t v;
+    w->started = 1;
+    w->ct_rc = PtlCTWait(w->ct, 1000, &v);
+    return NULL;
+}
+
+static void *wait_eq(void *arg)
+{
+    struct waiter *w = arg;
+    ptl_event_t ev;
+    w->started = 1;
+    w->eq_rc = PtlEQWait(w->eq, &ev);
+    return NULL;
+}
+
+/* pause_ms sleeps: a waiter that has started has entered its wait by then. */
+static void pause_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* test_free_interrupts_waits: freeing a counter or a queue while another thread
+ * waits on it ends the wait with PTL_INTERRUPTED (the wait spins in Go first). */
+static int test_free_interrupts_waits(void)
+{
+    struct waiter w = {.started = 0};
+    pthread_t th;
+    OK(PtlCTAlloc(ni, &w.ct));
+    CHECK(pthread_create(&th, NULL, wait_ct, &w) == 0, "pthread_create");
+    while (!w.started)
+        pause_ms(1);
+    pause_ms(100);
+    OK(PtlCTFree(w.ct));
+    pthread_join(th, NULL);
+    CHECK(w.ct_rc == PTL_INTERRUPTED, "PtlCTWait on a counter freed meanwhile returned %s", rc_name(w.ct_rc));
+    w.started = 0;
+    OK(PtlEQAlloc(ni, 8, &w.eq));
+    CHECK(pthread_create(&th, NULL, wait_eq, &w) == 0, "pthread_create");
+    while (!w.started)
+        pause_ms(1);
+    pause_ms(100);
+    OK(PtlEQFree(w.eq));
+    pthread_join(th, NULL);
+    CHECK(w.eq_rc == PTL_INTERRUPTED, "PtlEQWait on a queue freed meanwhile returned %s", rc_name(w.eq_rc));
     return 0;
 }
 
@@ -256,6 +315,7 @@ int main(void)
     RUN(test_get_reads_in_place);
     RUN(test_satisfied_waits_stay_in_c);
     RUN(test_reused_cell_starts_at_zero);
+    RUN(test_free_interrupts_waits);
     RUN(test_spin_on_get_completes);
     PtlPTFree(ni, pt);
     PtlEQFree(eq);
