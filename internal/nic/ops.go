@@ -313,8 +313,8 @@ func (ni *NI) issue(o *initOp, operand []byte) error {
 // sent records that an eager request left: the SEND event, and completion of a put
 // or atomic that expects no answer. Called without ni.mu.
 func (ni *NI) sent(o *initOp) {
-	if !o.tracked && o.md.eq == nil && o.md.ct == nil {
-		return // fire and forget with nowhere to report: nothing to do
+	if !o.tracked && !o.md.reportsSend() {
+		return // fire and forget with nothing to report: no engine lock
 	}
 	ni.mu.Lock()
 	defer ni.mu.Unlock()
@@ -322,6 +322,14 @@ func (ni *NI) sent(o *initOp) {
 	if (o.kind == msgPut || o.kind == msgAtomic) && o.ack == NoAckReq {
 		ni.finish(o)
 	}
+}
+
+// reportsSend reports whether a SEND on m posts or counts anything: an event
+// queue that takes successful SEND events, or a counter that counts them. The
+// options, queue and counter of a descriptor never change after MDBind.
+func (m *MD) reportsSend() bool {
+	return (m.ct != nil && m.opts&MDEventCTSend != 0) ||
+		(m.eq != nil && m.opts&(MDEventSuccessDisable|MDEventSendDisable) == 0)
 }
 
 // sendEvent posts o's SEND event once: from the sender after an eager request left,
