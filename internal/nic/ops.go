@@ -228,10 +228,11 @@ func (ni *NI) issueOrFail(name string, o *initOp, operand []byte) error {
 
 // issue sends the request message of o, inline or with the region of a long transfer.
 func (ni *NI) issue(o *initOp, operand []byte) error {
-	self := ni.initiatorID()
+	// The target knows the initiator by the connection, so the header does not
+	// name it; an operation nothing answers (tracked false) needs no id either.
 	h := header{kind: o.kind, ack: uint8(o.ack), atomOp: uint8(o.atomOp), atomType: uint8(o.atomType),
 		pt: uint32(o.pt), uid: uint32(ni.proc.uid), match: o.match, roff: o.roff, length: o.length,
-		hdrData: o.hdrData, opid: o.id, rank: uint32(self.Rank), nid: uint32(self.NID), pid: uint32(self.PID)}
+		hdrData: o.hdrData, opid: o.id}
 	var parts [4][]byte
 	switch {
 	case o.kind == msgGet && o.length <= eagerMax:

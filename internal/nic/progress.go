@@ -177,7 +177,7 @@ func (ni *NI) handleWC(wc *verbs.WorkCompletion) {
 		if !h.decode(msg) {
 			ni.status[SRMalformed].Add(1)
 		} else {
-			payload := msg[hdrSize:]
+			payload := h.payloadOf(msg)
 			if h.kind == msgAck || h.kind == msgReply {
 				ni.handleAnswer(pr, &h, payload)
 			} else {
