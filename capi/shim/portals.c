@@ -6,8 +6,11 @@
  * functions of goapi.h. It owns the handle namespace: a handle is
  * type << 29 | slot, and the slot table below records, for each live slot, its
  * type and its NI, so handle checks, PtlNIHandle and PtlHandleIsEqual are
- * answered here without entering Go; every other call is forwarded with slot
- * numbers. The Go library keeps the Go object of each slot.
+ * answered here without entering Go. Counting events are read here too, in the
+ * cell where the engine keeps each counter's value (see "Counter values"):
+ * PtlCTGet of a changed value and satisfied PtlCTWait and PtlCTPoll calls stay
+ * in C. Every other call is forwarded with slot numbers. The Go library keeps
+ * the Go object of each slot.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
