@@ -14,14 +14,19 @@ import (
 	"github.com/goportals/goportals/regcache"
 )
 
+// atomicMax is the largest atomic an NI grants: what fits inline, cut to whole
+// elements of every datatype (32 bytes is the largest), because clients cut long
+// atomics into pieces of max_atomic_size bytes.
+const atomicMax = eagerMax &^ 31
+
 // maxLimits are the largest limits an NI grants, and the limits of an NIInit
 // without desired limits (or of the desired fields left zero); a desired value
 // above one is cut to it.
 var maxLimits = Limits{
 	MaxEntries: 1 << 20, MaxUnexpectedHeaders: 1 << 16, MaxMDs: 1 << 16, MaxEQs: 1 << 10,
 	MaxCTs: 1 << 12, MaxPTIndex: 255, MaxIovecs: 1 << 16, MaxListSize: 1 << 20,
-	MaxTriggeredOps: 1 << 16, MaxMsgSize: 1<<31 - 1, MaxAtomicSize: eagerMax,
-	MaxFetchAtomicSize: eagerMax, MaxWAWOrderedSize: eagerMax, MaxWAROrderedSize: eagerMax,
+	MaxTriggeredOps: 1 << 16, MaxMsgSize: 1<<31 - 1, MaxAtomicSize: atomicMax,
+	MaxFetchAtomicSize: atomicMax, MaxWAWOrderedSize: eagerMax, MaxWAROrderedSize: eagerMax,
 	MaxVolatileSize: eagerMax,
 }
 
