@@ -56,35 +56,35 @@ type qp struct {
 	scq, rcq *cq
 	maxSGE   int
 
-	mu        sync.Mutex
-	state     atomic.Uint32
-	outShm    *shm
-	out       *ring
-	in        *ring
-	peer      *peerConn
-	addr      verbs.Address
-	sq        []sendEntry
-	sqHead    uint64      // oldest not completed
-	sqIss     uint64      // next to issue
-	sqTail    uint64      // next free
-	waiting   int         // entries awaiting a response (for SendFence)
-	signaled  int         // signaled entries not yet completed
-	busy      atomic.Bool // see updateBusy
-	refused   bool        // the message being handled was NAKed
-	peerDead  bool        // the peer process exited
-	cmaDone   bool        // issue ran a cross-memory transfer
-	memPos    uint64      // outbound ring position after our last WRITE or atomic through the ring
-	dead      atomic.Bool // peerDead, readable without the lock
-	rq        []recvEntry
-	rqHead    uint64
-	rqTail    uint64
-	recvOn    bool   // a fragmented SEND is being received into rq[rqHead]
-	inStalled bool   // the last drain stopped at a message that waits for a receive
-	recvOff   uint64 // bytes of it received
-	pend      []pending
-	parts     [][]byte
-	holds     []*int32
-	link      *tcpLink // the TCP path, when the peer is on another node
+	mu       sync.Mutex
+	state    atomic.Uint32
+	outShm   *shm
+	out      *ring
+	in       *ring
+	peer     *peerConn
+	addr     verbs.Address
+	sq       []sendEntry
+	sqHead   uint64      // oldest not completed
+	sqIss    uint64      // next to issue
+	sqTail   uint64      // next free
+	waiting  int         // entries awaiting a response (for SendFence)
+	signaled int         // signaled entries not yet completed
+	busy     atomic.Bool // see updateBusy
+	refused  bool        // the message being handled was NAKed
+	peerDead bool        // the peer process exited
+	cmaDone  bool        // issue ran a cross-memory transfer
+	memPos   uint64      // outbound ring position after our last WRITE or atomic through the ring
+	dead     atomic.Bool // peerDead, readable without the lock
+	rq       []recvEntry
+	rqHead   uint64
+	rqTail   uint64
+	recvOn   bool   // a fragmented SEND is being received into rq[rqHead]
+	recvOff  uint64 // bytes of it received
+	stalled  bool   // the last drain stopped at a message that waits for a receive
+	pend     []pending
+	parts    [][]byte
+	holds    []*int32
+	link     *tcpLink // the TCP path, when the peer is on another node
 }
 
 // pending is a response waiting for ring space.
@@ -236,7 +236,7 @@ func (q *qp) PostRecv(wrs []verbs.RecvWR) error {
 		e.total = verbs.TotalLength(wr.SG)
 		q.rqTail++
 	}
-	if q.inStalled && q.in != nil && q.in.ready() {
+	if q.stalled && q.in != nil && q.in.ready() {
 		// A message waits for this receive, and the progress round that found it
 		// may have gone to sleep. (Only then: a kick per receive would cost every
 		// message of a stream a channel send and a look at the sleep word.)
