@@ -217,3 +217,57 @@ func TestConcurrentPutsCountExactly(t *testing.T) {
 		t.Fatalf("an extra event %+v", ev)
 	}
 }
+
+// TestMixedPutsMatchInIssueOrder: short (inline) and long (pulled) puts from one
+// initiator, issued back to back, match use-once entries in issue order, whatever
+// order the target's rounds handle their arrivals and transfers in; every put is
+// counted once on each side.
+func TestMixedPutsMatchInIssueOrder(t *testing.T) {
+	const n, long = 24, 8192
+	nis := newNIs(t, 2, NIMatching|NIPhysical)
+	tct, _ := nis[1].CTAlloc()
+	nis[1].PTAlloc(0, nil, 2)
+	bufs := make([][]byte, n)
+	for i := range bufs {
+		bufs[i] = make([]byte, long)
+		if _, err := nis[1].MEAppend(2, MESpec{Start: bufs[i], CT: tct, UID: UIDAny,
+			Options: MEOpPut | MEUseOnce | MEEventCTComm, MatchID: ProcessID{NID: NIDAny, PID: PIDAny}}, PriorityList, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dst, _ := nis[1].PhysID()
+	ack, _ := nis[0].CTAlloc()
+	src := make([]byte, n*long)
+	for i := 0; i < n; i++ {
+		for j := 0; j < long; j++ {
+			src[i*long+j] = byte(i*31 + j)
+		}
+	}
+	m, err := nis[0].MDBind(MDSpec{Start: src, CT: ack, Options: MDEventCTAck})
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := func(i int) uint64 {
+		if i%3 == 1 {
+			return 16
+		}
+		return long
+	}
+	for i := 0; i < n; i++ {
+		if err := Put(m, uint64(i*long), size(i), CTAckReq, dst, 2, 0, 0, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v := waitCT(t, tct, n); v.Success != n || v.Failure != 0 {
+		t.Fatalf("target counted %+v, want %d", v, n)
+	}
+	if v := waitCT(t, ack, n); v.Success != n || v.Failure != 0 {
+		t.Fatalf("acks counted %+v, want %d", v, n)
+	}
+	for i := 0; i < n; i++ {
+		want := src[i*long : i*long+int(size(i))]
+		if got := bufs[i][:size(i)]; string(got) != string(want) {
+			t.Fatalf("entry %d holds the data of another put (first bytes %v, want %v)", i, got[:4], want[:4])
+		}
+	}
+}

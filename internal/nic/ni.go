@@ -90,6 +90,8 @@ type NI struct {
 	appPolls atomic.Uint64
 	kickCh   chan struct{}
 	wcs      [32]verbs.WorkCompletion
+	recvQ    []verbs.WorkCompletion // receive completions polled and not yet handled (under progMu)
+	longs    atomic.Uint64          // long transfers started by the target (see progressLocked)
 	regOnce  sync.Once
 	reg      *mdreg.Registry
 	regErr   error

@@ -100,7 +100,7 @@ func (ni *NI) kick() {
 // ranks spinning on two cores) preempts a spinning caller: the nap is long enough
 // that this stays rare, and short enough that a process whose application stops
 // polling without blocking (no kick) gets its progress back soon.
-const appNap = time.Millisecond
+const appNap = 500 * time.Microsecond
 
 // progressOnce posts queued engine sends and handles one batch of completions, unless
 // another goroutine is doing so. Callers that wait (EQ and CT waits) run it
@@ -142,12 +142,36 @@ func (ni *NI) progressLocked() int {
 	}
 	k, err := ni.cq.Poll(ni.wcs[:])
 	if err != nil {
-		return n
+		k = 0
 	}
+	// Send and RDMA completions are handled at once; messages in arrival order,
+	// and after one that started a long transfer the round ends: a provider that
+	// copies synchronously (the soft one's cross-memory READ) has just moved a whole
+	// message, and the next round takes that transfer's completion first, so its
+	// answer goes out before the next transfer starts. The initiator then sees its
+	// answers one by one, not a window's worth at once after all the copies.
 	for i := range ni.wcs[:k] {
-		ni.handleWC(&ni.wcs[i])
+		wc := &ni.wcs[i]
+		if wc.ID&widMask == widRecv {
+			ni.recvQ = append(ni.recvQ, *wc)
+			continue
+		}
+		ni.handleWC(wc)
 	}
-	return n + k
+	done := 0
+	for done < len(ni.recvQ) {
+		before := ni.longs.Load()
+		ni.handleWC(&ni.recvQ[done])
+		done++
+		if ni.longs.Load() != before {
+			break
+		}
+	}
+	left := copy(ni.recvQ, ni.recvQ[done:])
+	clear(ni.recvQ[left:])
+	ni.recvQ = ni.recvQ[:left]
+	// Messages left for the next round count as work: the caller must not sleep.
+	return n + k + left
 }
 
 // assist runs a progress round for a caller outside the engine that waits for

@@ -289,6 +289,7 @@ func (ni *NI) startLong(pr *peer, h *header, payload []byte, t *pt, e *entry, re
 	}
 	top.pending = len(wrs)
 	ni.tops[top.id] = top
+	ni.longs.Add(1)
 	return top, wrs
 }
 

@@ -80,6 +80,7 @@ type qp struct {
 	rqTail   uint64
 	recvOn   bool   // a fragmented SEND is being received into rq[rqHead]
 	recvOff  uint64 // bytes of it received
+	stalled  bool   // the last drain stopped at a message that waits for a receive
 	pend     []pending
 	parts    [][]byte
 	holds    []*int32
@@ -235,8 +236,11 @@ func (q *qp) PostRecv(wrs []verbs.RecvWR) error {
 		e.total = verbs.TotalLength(wr.SG)
 		q.rqTail++
 	}
-	if q.in != nil && q.in.ready() {
-		q.ctx.kick() // a message may be waiting for this receive
+	if q.stalled && q.in != nil && q.in.ready() {
+		// A message waits for this receive, and the progress round that found it
+		// may have gone to sleep. (Only then: a kick per receive would cost every
+		// message of a stream a channel send and a look at the sleep word.)
+		q.ctx.kick()
 	}
 	if q.link != nil && q.link.stalled.Load() {
 		q.ctx.kick() // an incoming SEND waits for this receive

@@ -14,8 +14,10 @@ import (
 func (q *qp) drain() int {
 	n := 0
 	var m msg
+	q.stalled = false
 	for q.State() == verbs.QPReady && q.in.peek(&m) {
 		if !q.handle(&m) {
+			q.stalled = true
 			break
 		}
 		q.in.consume(m.len)
