@@ -25,42 +25,161 @@ func (v CTEvent) total() uint64 {
 	return s
 }
 
+// Cell is where a counter's value lives: the success and failure words, each loaded
+// and stored atomically, followed by the attention word. Its first 16 bytes have the
+// layout of ptl_ct_event_t (success, then failure, 64 bits each, native order), so code
+// that cannot call in — C code given the address, another process that maps the same
+// memory — reads a value with two loads.
+//
+// A writer without the counter's lock may add to a Cell (Cell.Add): that is how a peer
+// that maps the memory counts an operation it carried out itself. Such an add changes
+// the value but wakes nobody and fires no trigger; Add reports whether the counter
+// needs to hear of it (waiters or pending triggers), and then the counter's owner must
+// call Counter.Notice.
+type Cell struct {
+	success atomic.Uint64
+	failure atomic.Uint64
+	// attention is 1 while the counter has waiters or pending triggers (written under
+	// the counter's lock, before the value is checked, so an Add that misses it
+	// happened before that check).
+	attention atomic.Uint32
+	_         [CellSize - 20]byte
+}
+
+// CellSize is the size of a Cell in bytes: one cache line, so that cells placed side
+// by side do not share one.
+const CellSize = 64
+
+// Load returns the value held in the cell. The two words are read one after the other:
+// a concurrent update may show between them (as with PtlCTGet in hardware).
+func (c *Cell) Load() CTEvent {
+	return CTEvent{Success: c.success.Load(), Failure: c.failure.Load()}
+}
+
+// Add adds d to the cell's value without the counter's lock and reports whether the
+// counter must be told (Counter.Notice): it has waiters or pending triggers. A field
+// that would wrap saturates instead.
+func (c *Cell) Add(d CTEvent) (attention bool) {
+	if d.Success != 0 {
+		addSaturated(&c.success, d.Success)
+	}
+	if d.Failure != 0 {
+		addSaturated(&c.failure, d.Failure)
+	}
+	return c.attention.Load() != 0
+}
+
+func addSaturated(w *atomic.Uint64, d uint64) {
+	for {
+		old := w.Load()
+		n := old + d
+		if n < old {
+			n = math.MaxUint64
+		}
+		if w.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
 // Counter is a counting event (PtlCTAlloc) with its list of triggered operations.
 //
 // All methods are safe for concurrent use (see the package comment). Get, Set and Inc do
 // not allocate; AddTrigger allocates only when the pending list grows.
 type Counter struct {
 	mu      sync.Mutex
-	ev      CTEvent
+	cell    atomic.Pointer[Cell] // where the value lives: own, or the caller's (NewCounterAt) until Free
+	own     Cell
 	freed   bool
 	firing  bool   // a goroutine is running this counter's ready triggers
 	seq     uint64 // registrations so far: the tie-break of equal thresholds
 	trig    trigHeap
 	waiters waiterSet
-	// snapshot of ev for Reached, written under mu after every change
-	snapOK, snapFail atomic.Uint64
 }
 
 // NewCounter allocates a counting event with success and failure zero.
-func NewCounter() *Counter { return &Counter{} }
+func NewCounter() *Counter {
+	c := &Counter{}
+	c.cell.Store(&c.own)
+	return c
+}
+
+// NewCounterAt allocates a counting event whose value lives in cell, which the caller
+// placed (memory shared with other processes, or memory that C code reads) and zeroes
+// here. The counter uses cell until Free, then copies the value into memory of its own
+// and never touches cell again: the caller may then reuse it, but must keep it mapped
+// as long as a concurrent Reached may still be reading it.
+func NewCounterAt(cell *Cell) *Counter {
+	c := &Counter{}
+	cell.success.Store(0)
+	cell.failure.Store(0)
+	cell.attention.Store(0)
+	c.cell.Store(cell)
+	return c
+}
+
+// Cell returns where the value lives (the caller's cell of NewCounterAt, until Free).
+func (c *Counter) Cell() *Cell { return c.cell.Load() }
+
+// value reads the current value.
+func (c *Counter) value() CTEvent { return c.cell.Load().Load() }
 
 // Reached reports, without locking, whether the counter meets a Wait for test
-// (success >= test or any failure). It reads a snapshot that may trail a
-// concurrent Set, so a caller acts on it only after confirming with Get: it is
-// the cheap check of a polling loop.
+// (success >= test or any failure). It reads the value's words one at a time, so a
+// caller acts on it only after confirming with Get: it is the cheap check of a
+// polling loop.
 func (c *Counter) Reached(test uint64) bool {
-	return c.snapOK.Load() >= test || c.snapFail.Load() > 0
+	cell := c.cell.Load()
+	return cell.success.Load() >= test || cell.failure.Load() > 0
 }
 
 // Get returns the current value (PtlCTGet), or ErrFreed.
 func (c *Counter) Get() (CTEvent, error) {
 	c.mu.Lock()
-	v, freed := c.ev, c.freed
+	v, freed := c.value(), c.freed
 	c.mu.Unlock()
 	if freed {
 		return CTEvent{}, ErrFreed
 	}
 	return v, nil
+}
+
+// Notice tells the counter that its cell changed without its lock (Cell.Add reported
+// attention): it wakes the waiters and fires the triggers the new value reached. It
+// does nothing after Free.
+func (c *Counter) Notice() {
+	c.mu.Lock()
+	if c.freed {
+		c.mu.Unlock()
+		return
+	}
+	c.waiters.wakeAll()
+	c.runTriggersLocked()
+}
+
+// attendLocked keeps the attention word true to the waiters and triggers. Called
+// with c.mu held after either changes.
+func (c *Counter) attendLocked() {
+	var a uint32
+	if len(c.waiters) > 0 || len(c.trig) > 0 {
+		a = 1
+	}
+	cell := c.cell.Load()
+	if cell.attention.Load() != a {
+		cell.attention.Store(a)
+	}
+}
+
+// addWaiterLocked registers w; the caller checks the value after it (see Cell).
+func (c *Counter) addWaiterLocked(w *waiter) {
+	c.waiters.add(w)
+	c.attendLocked()
+}
+
+// removeWaiterLocked unregisters w.
+func (c *Counter) removeWaiterLocked(w *waiter) {
+	c.waiters.remove(w)
+	c.attendLocked()
 }
 
 // Set replaces the value (PtlCTSet), wakes waiters and fires every trigger whose
@@ -72,9 +191,9 @@ func (c *Counter) Set(v CTEvent) error {
 		c.mu.Unlock()
 		return ErrFreed
 	}
-	c.ev = v
-	c.snapOK.Store(v.Success)
-	c.snapFail.Store(v.Failure)
+	cell := c.cell.Load()
+	cell.success.Store(v.Success)
+	cell.failure.Store(v.Failure)
 	c.waiters.wakeAll()
 	c.runTriggersLocked()
 	return nil
@@ -93,17 +212,33 @@ func (c *Counter) Inc(d CTEvent) error {
 		c.mu.Unlock()
 		return ErrFreed
 	}
-	s, f := c.ev.Success+d.Success, c.ev.Failure+d.Failure
-	if s < c.ev.Success || f < c.ev.Failure {
+	// Outside adds (Cell.Add) may race with this one: the compare-and-swap keeps
+	// both, and the overflow check applies to the value this add really changes.
+	cell := c.cell.Load()
+	if !addChecked(&cell.success, d.Success) || !addChecked(&cell.failure, d.Failure) {
 		c.mu.Unlock()
 		return ErrCounterOverflow
 	}
-	c.ev = CTEvent{Success: s, Failure: f}
-	c.snapOK.Store(s)
-	c.snapFail.Store(f)
 	c.waiters.wakeAll()
 	c.runTriggersLocked()
 	return nil
+}
+
+// addChecked adds d to w unless the sum would wrap, which it reports as false.
+func addChecked(w *atomic.Uint64, d uint64) bool {
+	if d == 0 {
+		return true
+	}
+	for {
+		old := w.Load()
+		n := old + d
+		if n < old {
+			return false
+		}
+		if w.CompareAndSwap(old, n) {
+			return true
+		}
+	}
 }
 
 // Wait blocks until success >= test or failure != 0 (PtlCTWait) and returns the value
@@ -133,6 +268,7 @@ func (c *Counter) AddTrigger(threshold uint64, t Trigger) error {
 	}
 	c.seq++
 	c.trig.add(trigEntry{threshold: threshold, seq: c.seq, t: t})
+	c.attendLocked()
 	c.runTriggersLocked()
 	return nil
 }
@@ -156,6 +292,7 @@ func (c *Counter) CancelTriggered() (int, error) {
 		return 0, ErrFreed
 	}
 	pending := c.trig.drain()
+	c.attendLocked()
 	c.mu.Unlock()
 	cancelAll(pending)
 	return len(pending), nil
@@ -173,6 +310,15 @@ func (c *Counter) Free() error {
 	c.freed = true
 	pending := c.trig.drain()
 	c.waiters.wakeAll()
+	if cell := c.cell.Load(); cell != &c.own {
+		// Leave the caller's cell: the value stays readable here (Reached) and the
+		// cell may be reused.
+		v := cell.Load()
+		c.own.success.Store(v.Success)
+		c.own.failure.Store(v.Failure)
+		c.cell.Store(&c.own)
+		cell.attention.Store(0)
+	}
 	c.mu.Unlock()
 	cancelAll(pending)
 	return nil
@@ -180,7 +326,7 @@ func (c *Counter) Free() error {
 
 // readyLocked reports whether the lowest pending trigger may fire.
 func (c *Counter) readyLocked() bool {
-	return !c.freed && len(c.trig) > 0 && c.trig[0].threshold <= c.ev.total()
+	return !c.freed && len(c.trig) > 0 && c.trig[0].threshold <= c.value().total()
 }
 
 // runTriggersLocked is called with c.mu held and releases it. Unless another call is
@@ -197,6 +343,7 @@ func (c *Counter) runTriggersLocked() {
 	c.firing = true
 	for {
 		e := c.trig.popMin()
+		c.attendLocked()
 		c.mu.Unlock()
 		c.fire(e.t)
 		c.mu.Lock()

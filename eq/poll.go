@@ -99,7 +99,7 @@ func pollCounters(ctx context.Context, cs []*Counter, tests []uint64) (CTEvent, 
 	}
 	for i, c := range cs {
 		c.mu.Lock()
-		v, freed := c.ev, c.freed
+		v, freed := c.value(), c.freed
 		c.mu.Unlock()
 		if freed {
 			return CTEvent{}, i, ErrFreed
@@ -116,16 +116,20 @@ func pollCounters(ctx context.Context, cs []*Counter, tests []uint64) (CTEvent, 
 		}
 		for i, c := range cs {
 			c.mu.Lock()
-			v, freed := c.ev, c.freed
-			if freed || reached(v, tests[i]) {
+			if c.freed {
 				c.mu.Unlock()
 				unregisterCounters(cs[:i], w)
-				if freed {
-					return CTEvent{}, i, ErrInterrupted
-				}
+				return CTEvent{}, i, ErrInterrupted
+			}
+			// Registered before the value is read: an outside add (Cell.Add) that
+			// this read misses sees the attention word and is noticed.
+			c.addWaiterLocked(w)
+			if v := c.value(); reached(v, tests[i]) {
+				c.removeWaiterLocked(w)
+				c.mu.Unlock()
+				unregisterCounters(cs[:i], w)
 				return v, i, nil
 			}
-			c.waiters.add(w)
 			c.mu.Unlock()
 		}
 		select {
@@ -139,7 +143,7 @@ func pollCounters(ctx context.Context, cs []*Counter, tests []uint64) (CTEvent, 
 func unregisterCounters(cs []*Counter, w *waiter) {
 	for _, c := range cs {
 		c.mu.Lock()
-		c.waiters.remove(w)
+		c.removeWaiterLocked(w)
 		c.mu.Unlock()
 	}
 }

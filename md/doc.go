@@ -10,9 +10,11 @@
 //     ReadAt, WriteAt, Slices and Contiguous copy or expose any range of it,
 //     bounds-checked (a *RangeError matching ErrOutOfRange, nothing copied), and allocate
 //     nothing.
-//   - Alloc maps page-aligned anonymous memory owned by the library. Its Free calls
-//     driverhooks.Invalidate before munmap, so every pin cache drops its registrations of
-//     the range before anyone can map new pages there.
+//   - Alloc maps page-aligned memory owned by the library: on Linux a shared mapping of
+//     a memfd, which LookupBacking names so that the engine can let processes of the node
+//     map the same pages (direct access). Its Free runs the OnFree hooks (the engine
+//     revokes that access), then calls driverhooks.Invalidate before munmap, so every pin
+//     cache drops its registrations of the range before anyone can map new pages there.
 //   - The engine's registry (one per network interface: one protection domain and
 //     access set) pins ranges of a Memory through a regcache pin cache, one cache
 //     Acquire per contiguous piece of Memory.Slices, and gives the registrations back

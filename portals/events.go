@@ -147,6 +147,19 @@ func (c *CT) Get() (CTEvent, error) {
 	return c.c.Get()
 }
 
+// ValueAddr returns the address of the counter's value laid out as C's
+// ptl_ct_event_t (success then failure, 64-bit words), in memory outside the Go heap
+// that stays mapped for the life of the process, for code that reads the value in
+// place without calling in (the C ABI answers PtlCTGet this way). The value there is
+// the one Get returns, except that reading it drives no engine progress. The address is
+// meaningful until Free or the NI's Fini; then it belongs to the next counter.
+func (c *CT) ValueAddr() (uintptr, error) {
+	if c == nil || c.c == nil {
+		return 0, errNil("PtlCTGet", "counting event")
+	}
+	return c.c.ValueAddr()
+}
+
 // Wait waits until the successes reach test or any failure is counted (PtlCTWait,
 // as the specification says: a failure ends every wait), driving the engine
 // while it waits; it gives up when ctx ends (CTNoneReached).

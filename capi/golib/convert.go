@@ -42,6 +42,12 @@ func rc(err error) C.int {
 	if err == nil {
 		return C.PTL_OK
 	}
+	// The usual answers of a poll (EQ_EMPTY, CT_NONE_REACHED) and every code but
+	// PTL_FAIL, which a missing feature is, return here: the search of the error
+	// chain below costs an allocation, too much for a call made in a loop.
+	if oe, ok := err.(*ptlerr.OpError); ok && !debug && oe.Errno != portals.Fail {
+		return C.int(oe.Errno)
+	}
 	if debug {
 		fmt.Fprintln(os.Stderr, "libportals:", err)
 	} else if errors.Is(err, portals.ErrNotSupported) {
@@ -228,10 +234,27 @@ func toLimits(dst *C.ptl_ni_limits_t, l portals.Limits) {
 	dst.max_list_size = cint(l.MaxListSize)
 	dst.max_triggered_ops = cint(l.MaxTriggeredOps)
 	dst.max_msg_size = C.ptl_size_t(l.MaxMsgSize)
-	dst.max_atomic_size = C.ptl_size_t(l.MaxAtomicSize)
-	dst.max_fetch_atomic_size = C.ptl_size_t(l.MaxFetchAtomicSize)
+	dst.max_atomic_size = C.ptl_size_t(wholeElements(l.MaxAtomicSize))
+	dst.max_fetch_atomic_size = C.ptl_size_t(wholeElements(l.MaxFetchAtomicSize))
 	dst.max_waw_ordered_size = C.ptl_size_t(l.MaxWAWOrderedSize)
 	dst.max_war_ordered_size = C.ptl_size_t(l.MaxWAROrderedSize)
 	dst.max_volatile_size = C.ptl_size_t(l.MaxVolatileSize)
 	dst.features = C.uint(l.Features)
+}
+
+// largestElement is the size of the largest atomic datatype,
+// PTL_LONG_DOUBLE_COMPLEX.
+const largestElement = 32
+
+// wholeElements cuts an atomic size limit down to a multiple of every datatype's
+// size. Clients cut a long atomic into pieces of the limit's size (Sandia
+// OpenSHMEM's reductions do): with the engine's limit (its largest inline
+// payload, 932 bytes) a piece would end inside an element and the next one start
+// misaligned, corrupting the result. A limit below 32 bytes (a small one the
+// program asked for) stays as granted.
+func wholeElements(n uint64) uint64 {
+	if n < largestElement {
+		return n
+	}
+	return n - n%largestElement
 }

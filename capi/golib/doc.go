@@ -12,7 +12,13 @@
 // Memory given by C (ptl_md_t.start, ptl_me_t.start, I/O vectors) becomes a Go
 // slice over the same bytes, so transfers go straight to and from the C
 // program's buffers; a range that cannot be a slice (start NULL with length
-// PTL_SIZE_MAX, the "all of memory" descriptor) is refused with PTL_FAIL for now.
+// PTL_SIZE_MAX, the "all of memory" descriptor) is bound as a raw address range.
+//
+// Counting events are read by the shim in C, at the address goptl_CTValueAddr
+// gives once per counter. The waits a C thread calls spin here without yielding
+// before they use the engine's waits (wait.go): a yield on a C thread's locked
+// goroutine costs two context switches. PtlInit leaves the launcher's PMI
+// connection to a program that speaks PMI itself (pmi.go).
 //
 // The package must not import internal engine packages: it speaks only to
 // portals and portals/ptl.

@@ -18,9 +18,16 @@ import (
 // main is never run: the package is a c-shared library.
 func main() {}
 
+// goptl_Init serves PtlInit. ownPMI is set when the program speaks PMI itself
+// (the shim found PMI_Init or PMI2_Init in the process): the library then
+// leaves the launcher's PMI connection to it (withoutPMI).
+//
 //export goptl_Init
-func goptl_Init() (r C.int) {
+func goptl_Init(ownPMI C.int) (r C.int) {
 	defer guard("PtlInit", &r)
+	if ownPMI != 0 {
+		return rc(withoutPMI(ptl.Init))
+	}
 	return rc(ptl.Init())
 }
 
@@ -506,7 +513,7 @@ func goptl_EQGet(slot C.uint32_t, ev *C.ptl_event_t, wait C.int) (r C.int) {
 		err error
 	)
 	if wait != 0 {
-		v, err = ptl.EQWait(q)
+		v, err = eqWait(q)
 	} else {
 		v, err = ptl.EQGet(q)
 	}
@@ -530,7 +537,7 @@ func goptl_EQPoll(slots *C.uint32_t, size C.uint, timeout C.ptl_time_t, ev *C.pt
 		}
 		qs[i], es[i] = q, e
 	}
-	v, i, err := ptl.EQPoll(qs, uint32(timeout))
+	v, i, err := eqPoll(qs, uint32(timeout))
 	logical := false
 	if i >= 0 && i < len(es) {
 		logical = es[i].logical
@@ -602,6 +609,30 @@ func goptl_CTGet(slot C.uint32_t, ev *C.ptl_ct_event_t) (r C.int) {
 	return C.PTL_OK
 }
 
+// goptl_CTValueAddr writes where the counter at slot keeps its value, laid out
+// as ptl_ct_event_t outside the Go heap (ptl.CTValueAddr): the shim reads it
+// there to answer PtlCTGet, PtlCTWait and PtlCTPoll without calling in. The
+// address is meaningful until the counter is freed or its NI finalized.
+//
+//export goptl_CTValueAddr
+func goptl_CTValueAddr(slot C.uint32_t, addr *C.uintptr_t) (r C.int) {
+	const op = "PtlCTAlloc"
+	defer guard(op, &r)
+	c, _, ok := lookup[*portals.CT](uint32(slot))
+	if !ok {
+		return badHandle(op, "counting event")
+	}
+	if addr == nil {
+		return fail(op, portals.ArgInvalid, "no place for the address")
+	}
+	a, err := ptl.CTValueAddr(c)
+	if err != nil {
+		return rc(err)
+	}
+	*addr = C.uintptr_t(a)
+	return C.PTL_OK
+}
+
 //export goptl_CTWait
 func goptl_CTWait(slot C.uint32_t, test C.ptl_size_t, ev *C.ptl_ct_event_t) (r C.int) {
 	const op = "PtlCTWait"
@@ -610,7 +641,7 @@ func goptl_CTWait(slot C.uint32_t, test C.ptl_size_t, ev *C.ptl_ct_event_t) (r C
 	if !ok {
 		return badHandle(op, "counting event")
 	}
-	v, err := ptl.CTWait(c, uint64(test))
+	v, err := ctWait(c, uint64(test))
 	code := rc(err)
 	if code == C.PTL_OK {
 		fillCT(ev, v)
@@ -637,7 +668,7 @@ func goptl_CTPoll(slots *C.uint32_t, tests *C.ptl_size_t, size C.uint, timeout C
 		}
 		cs[i], tv[i] = c, uint64(ts[i])
 	}
-	v, i, err := ptl.CTPoll(cs, tv, uint32(timeout))
+	v, i, err := ctPoll(cs, tv, uint32(timeout))
 	code := rc(err)
 	if code == C.PTL_OK {
 		fillCT(ev, v)

@@ -29,6 +29,13 @@ typedef struct {
 /* goportals_cache_stats fills *stats with the pin cache counters of ni. */
 int goportals_cache_stats(ptl_handle_ni_t ni_handle, goportals_cache_stats_t *stats);
 
+/* goportals_go_calls returns how many calls the calling thread has made from
+ * libportals.so.4 into the Go library so far: each is one C-to-Go transition.
+ * Calls the shim answers in C (handle checks, PtlHandleIsEqual, PtlNIHandle, a
+ * PtlCTGet that finds a new value, a satisfied PtlCTWait or PtlCTPoll) add
+ * nothing, so a program can count what a sequence of calls costs. */
+uint64_t goportals_go_calls(void);
+
 #ifdef __cplusplus
 }
 #endif

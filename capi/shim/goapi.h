@@ -18,7 +18,7 @@
 #define GOPTL_NO_SLOT ((uint32_t)0xffffffffu)
 
 #define GOPTL_FUNCS(X)                                                                         \
-    X(int, goptl_Init, (void))                                                                 \
+    X(int, goptl_Init, (int ownPMI))                                                           \
     X(void, goptl_Fini, (int last))                                                            \
     X(int, goptl_NIInit, (uint32_t slot, ptl_interface_t iface, unsigned int options,          \
                           ptl_pid_t pid, ptl_ni_limits_t *desired, ptl_ni_limits_t *actual,    \
@@ -56,6 +56,7 @@
     X(int, goptl_CTFree, (uint32_t slot))                                                      \
     X(int, goptl_CTCancelTriggered, (uint32_t slot))                                           \
     X(int, goptl_CTGet, (uint32_t slot, ptl_ct_event_t *ev))                                   \
+    X(int, goptl_CTValueAddr, (uint32_t slot, uintptr_t *addr))                               \
     X(int, goptl_CTWait, (uint32_t slot, ptl_size_t test, ptl_ct_event_t *ev))                 \
     X(int, goptl_CTPoll, (uint32_t *slots, ptl_size_t *tests, unsigned int size,               \
                           ptl_time_t timeout, ptl_ct_event_t *ev, unsigned int *which))        \

@@ -6,8 +6,11 @@
  * functions of goapi.h. It owns the handle namespace: a handle is
  * type << 29 | slot, and the slot table below records, for each live slot, its
  * type and its NI, so handle checks, PtlNIHandle and PtlHandleIsEqual are
- * answered here without entering Go; every other call is forwarded with slot
- * numbers. The Go library keeps the Go object of each slot.
+ * answered here without entering Go. Counting events are read here too, in the
+ * cell where the engine keeps each counter's value (see "Counter values"):
+ * PtlCTGet of a changed value and satisfied PtlCTWait and PtlCTPoll calls stay
+ * in C. Every other call is forwarded with slot numbers. The Go library keeps
+ * the Go object of each slot.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -38,6 +41,8 @@ _Static_assert(sizeof(ptl_md_t) == 32, "ptl_md_t is 32 bytes");
 _Static_assert(sizeof(ptl_me_t) == 64, "ptl_me_t is 64 bytes");
 _Static_assert(sizeof(ptl_le_t) == 32, "ptl_le_t is 32 bytes");
 _Static_assert(sizeof(ptl_ct_event_t) == 16, "ptl_ct_event_t is 16 bytes");
+_Static_assert(offsetof(ptl_ct_event_t, success) == 0 && offsetof(ptl_ct_event_t, failure) == 8,
+               "ptl_ct_event_t: success, then failure (the engine's counter cell)");
 _Static_assert(sizeof(ptl_handle_any_t) == 4, "handles are 32 bits");
 
 /* ---- Handles ---------------------------------------------------------------- */
@@ -178,6 +183,62 @@ static void sweep(ptl_handle_ni_t ni, int all)
     }
 }
 
+/* ---- Counter values ----------------------------------------------------------- */
+
+/* The engine keeps each counting event's value outside the Go heap, laid out as
+ * ptl_ct_event_t (success, then failure: two 64-bit words, each written
+ * atomically), in memory that stays mapped for the life of the process. The
+ * shim learns the address once, at PtlCTAlloc, and keeps it beside the slot:
+ * PtlCTGet, PtlCTWait and PtlCTPoll then read the value without entering Go.
+ * seen is the value the last PtlCTGet of the slot returned: a PtlCTGet that
+ * finds the same value again drives a round of progress in Go (see PtlCTGet). */
+struct ctside {
+    _Atomic uintptr_t addr; /* 0: unknown (the slot's counter is read in Go) */
+    _Atomic uint64_t seen_success, seen_failure;
+};
+
+static _Atomic(struct ctside *) ctchunks[CHUNK_SIZE];
+
+/* ctside_of returns the side record of slot, creating its chunk when create is
+ * set (NULL when that fails or the chunk is absent). */
+static struct ctside *ctside_of(uint32_t slot, int create)
+{
+    if (slot >= MAX_SLOTS)
+        return NULL;
+    _Atomic(struct ctside *) *pc = &ctchunks[slot >> CHUNK_BITS];
+    struct ctside *c = atomic_load_explicit(pc, memory_order_acquire);
+    if (!c && create) {
+        pthread_mutex_lock(&slot_mu);
+        if (!(c = atomic_load(pc))) {
+            c = calloc(CHUNK_SIZE, sizeof *c);
+            if (c)
+                atomic_store_explicit(pc, c, memory_order_release);
+        }
+        pthread_mutex_unlock(&slot_mu);
+    }
+    return c ? &c[slot & (CHUNK_SIZE - 1)] : NULL;
+}
+
+/* ct_value reads the counter whose cell address is addr. The two words are read
+ * one after the other, as Go's Counter.Get reads them without its lock. */
+static inline ptl_ct_event_t ct_value(uintptr_t addr)
+{
+    const _Atomic uint64_t *w = (const _Atomic uint64_t *)addr;
+    ptl_ct_event_t v;
+    v.success = atomic_load_explicit(&w[0], memory_order_acquire);
+    v.failure = atomic_load_explicit(&w[1], memory_order_acquire);
+    return v;
+}
+
+/* ct_addr returns the cell address of the (live) counter in slot, or 0. */
+static inline uintptr_t ct_addr(uint32_t slot)
+{
+    struct ctside *cs = ctside_of(slot, 0);
+    return cs ? atomic_load_explicit(&cs->addr, memory_order_acquire) : 0;
+}
+
+static inline int ct_reached(ptl_ct_event_t v, ptl_size_t test) { return v.success >= test || v.failure > 0; }
+
 /* ---- The Go library ----------------------------------------------------------- */
 
 static struct {
@@ -185,6 +246,12 @@ static struct {
     GOPTL_FUNCS(X)
 #undef X
 } go;
+
+/* go_calls counts, per thread, the calls this thread made into the Go library
+ * (goportals_go_calls): each is one C-to-Go transition, the cost the shim
+ * avoids where it can answer in C. GO(fn) is go.fn, counted. */
+static _Thread_local uint64_t go_calls;
+#define GO(fn) (go_calls++, go.fn)
 
 static pthread_mutex_t init_mu = PTHREAD_MUTEX_INITIALIZER;
 static void *golib;
@@ -243,6 +310,17 @@ static int load_golib(void)
             return PTL_NO_INIT;                                                    \
     } while (0)
 
+/* program_speaks_pmi reports whether the process contains a PMI client of its
+ * own (PMI-1 or PMI-2: Sandia OpenSHMEM's pmi-simple, MPICH, a launcher's
+ * libpmi). A PMI launcher gives each rank one connection, which that client
+ * holds: the Go library must then not open it too (its requests and answers
+ * would interleave with the program's), and such programs give their logical
+ * NIs a map with PtlSetMap. */
+static int program_speaks_pmi(void)
+{
+    return dlsym(RTLD_DEFAULT, "PMI_Init") != NULL || dlsym(RTLD_DEFAULT, "PMI2_Init") != NULL;
+}
+
 EXPORT int PtlInit(void)
 {
     int rc;
@@ -256,7 +334,7 @@ EXPORT int PtlInit(void)
         pthread_mutex_unlock(&init_mu);
         return PTL_FAIL;
     }
-    rc = go.goptl_Init();
+    rc = GO(goptl_Init)(program_speaks_pmi());
     if (rc == PTL_OK)
         atomic_fetch_add(&init_count, 1);
     pthread_mutex_unlock(&init_mu);
@@ -270,7 +348,7 @@ EXPORT void PtlFini(void)
     if (n > 0) {
         atomic_store(&init_count, n - 1);
         if (go.goptl_Fini)
-            go.goptl_Fini(n == 1);
+            GO(goptl_Fini)(n == 1);
         if (n == 1)
             sweep(0, 1);
     }
@@ -293,7 +371,7 @@ EXPORT int PtlNIInit(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
     ptl_ni_limits_t want;
     if (desired)
         want = *desired;
-    int rc = go.goptl_NIInit((uint32_t)s, iface, options, pid, desired ? &want : NULL, actual, &got);
+    int rc = GO(goptl_NIInit)((uint32_t)s, iface, options, pid, desired ? &want : NULL, actual, &got);
     if (rc != PTL_OK || got != (uint32_t)s)
         slot_release((uint32_t)s);
     if (rc != PTL_OK)
@@ -313,7 +391,7 @@ EXPORT int PtlNIFini(ptl_handle_ni_t ni_handle)
     NEED(goptl_NIFini, "PtlNIFini");
     if (!resolve(ni_handle, T_NI, &s))
         return PTL_ARG_INVALID;
-    int rc = go.goptl_NIFini(s, &gone);
+    int rc = GO(goptl_NIFini)(s, &gone);
     if (rc == PTL_OK && gone)
         sweep(ni_handle, 0);
     return rc;
@@ -326,7 +404,7 @@ EXPORT int PtlNIStatus(ptl_handle_ni_t ni_handle, ptl_sr_index_t status_register
     NEED(goptl_NIStatus, "PtlNIStatus");
     if (!resolve(ni_handle, T_NI, &s) || !status)
         return PTL_ARG_INVALID;
-    return go.goptl_NIStatus(s, (int)status_register, status);
+    return GO(goptl_NIStatus)(s, (int)status_register, status);
 }
 
 EXPORT int PtlNIHandle(ptl_handle_any_t handle, ptl_handle_ni_t *ni_handle)
@@ -347,7 +425,7 @@ EXPORT int PtlSetMap(ptl_handle_ni_t ni_handle, ptl_size_t map_size, const ptl_p
     NEED(goptl_SetMap, "PtlSetMap");
     if (!resolve(ni_handle, T_NI, &s))
         return PTL_ARG_INVALID;
-    return go.goptl_SetMap(s, map_size, (ptl_process_t *)mapping);
+    return GO(goptl_SetMap)(s, map_size, (ptl_process_t *)mapping);
 }
 
 EXPORT int PtlGetMap(ptl_handle_ni_t ni_handle, ptl_size_t map_size, ptl_process_t *mapping,
@@ -358,7 +436,7 @@ EXPORT int PtlGetMap(ptl_handle_ni_t ni_handle, ptl_size_t map_size, ptl_process
     NEED(goptl_GetMap, "PtlGetMap");
     if (!resolve(ni_handle, T_NI, &s))
         return PTL_ARG_INVALID;
-    return go.goptl_GetMap(s, map_size, mapping, actual_map_size);
+    return GO(goptl_GetMap)(s, map_size, mapping, actual_map_size);
 }
 
 /* ---- Portal table ------------------------------------------------------------- */
@@ -371,7 +449,7 @@ EXPORT int PtlPTAlloc(ptl_handle_ni_t ni_handle, unsigned int options, ptl_handl
     NEED(goptl_PTAlloc, "PtlPTAlloc");
     if (!resolve(ni_handle, T_NI, &s) || !resolve_opt(eq_handle, PTL_EQ_NONE, T_EQ, &q) || !pt_index)
         return PTL_ARG_INVALID;
-    return go.goptl_PTAlloc(s, options, q, pt_index_req, pt_index);
+    return GO(goptl_PTAlloc)(s, options, q, pt_index_req, pt_index);
 }
 
 #define PT_CALL(name, fn)                                            \
@@ -397,7 +475,7 @@ EXPORT int PtlGetUid(ptl_handle_ni_t ni_handle, ptl_uid_t *uid)
     NEED(goptl_GetUid, "PtlGetUid");
     if (!resolve(ni_handle, T_NI, &s) || !uid)
         return PTL_ARG_INVALID;
-    return go.goptl_GetUid(s, uid);
+    return GO(goptl_GetUid)(s, uid);
 }
 
 EXPORT int PtlGetId(ptl_handle_ni_t ni_handle, ptl_process_t *id)
@@ -407,7 +485,7 @@ EXPORT int PtlGetId(ptl_handle_ni_t ni_handle, ptl_process_t *id)
     NEED(goptl_GetId, "PtlGetId");
     if (!resolve(ni_handle, T_NI, &s) || !id)
         return PTL_ARG_INVALID;
-    return go.goptl_GetId(s, 0, id);
+    return GO(goptl_GetId)(s, 0, id);
 }
 
 EXPORT int PtlGetPhysId(ptl_handle_ni_t ni_handle, ptl_process_t *id)
@@ -417,7 +495,7 @@ EXPORT int PtlGetPhysId(ptl_handle_ni_t ni_handle, ptl_process_t *id)
     NEED(goptl_GetId, "PtlGetPhysId");
     if (!resolve(ni_handle, T_NI, &s) || !id)
         return PTL_ARG_INVALID;
-    return go.goptl_GetId(s, 1, id);
+    return GO(goptl_GetId)(s, 1, id);
 }
 
 /* ---- Memory descriptors ------------------------------------------------------- */
@@ -434,7 +512,7 @@ EXPORT int PtlMDBind(ptl_handle_ni_t ni_handle, const ptl_md_t *md, ptl_handle_m
     if (slot < 0)
         return PTL_NO_SPACE;
     ptl_md_t copy = *md;
-    int rc = go.goptl_MDBind(s, &copy, q, c, (uint32_t)slot);
+    int rc = GO(goptl_MDBind)(s, &copy, q, c, (uint32_t)slot);
     if (rc != PTL_OK) {
         slot_release((uint32_t)slot);
         return rc;
@@ -451,7 +529,7 @@ EXPORT int PtlMDRelease(ptl_handle_md_t md_handle)
     NEED(goptl_MDRelease, "PtlMDRelease");
     if (!resolve(md_handle, T_MD, &s))
         return PTL_ARG_INVALID;
-    int rc = go.goptl_MDRelease(s);
+    int rc = GO(goptl_MDRelease)(s);
     if (rc == PTL_OK)
         slot_release(s);
     return rc;
@@ -471,7 +549,7 @@ EXPORT int PtlMEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const
     if (slot < 0)
         return PTL_NO_SPACE;
     ptl_me_t copy = *me;
-    int rc = go.goptl_MEAppend(s, pt_index, &copy, c, ptl_list, (uint64_t)(uintptr_t)user_ptr, (uint32_t)slot);
+    int rc = GO(goptl_MEAppend)(s, pt_index, &copy, c, ptl_list, (uint64_t)(uintptr_t)user_ptr, (uint32_t)slot);
     if (rc != PTL_OK) {
         slot_release((uint32_t)slot);
         return rc;
@@ -493,7 +571,7 @@ EXPORT int PtlLEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const
     if (slot < 0)
         return PTL_NO_SPACE;
     ptl_le_t copy = *le;
-    int rc = go.goptl_LEAppend(s, pt_index, &copy, c, ptl_list, (uint64_t)(uintptr_t)user_ptr, (uint32_t)slot);
+    int rc = GO(goptl_LEAppend)(s, pt_index, &copy, c, ptl_list, (uint64_t)(uintptr_t)user_ptr, (uint32_t)slot);
     if (rc != PTL_OK) {
         slot_release((uint32_t)slot);
         return rc;
@@ -510,7 +588,7 @@ static int unlink_entry(ptl_handle_any_t h, enum htype t, const char *name)
     NEED(goptl_MEUnlink, name);
     if (!resolve(h, t, &s))
         return PTL_ARG_INVALID;
-    int rc = go.goptl_MEUnlink(s, t == T_LE);
+    int rc = GO(goptl_MEUnlink)(s, t == T_LE);
     if (rc == PTL_OK)
         slot_release(s);
     return rc;
@@ -528,7 +606,7 @@ EXPORT int PtlMESearch(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const
     if (!me || !resolve(ni_handle, T_NI, &s) || !resolve_opt(me->ct_handle, PTL_CT_NONE, T_CT, &c))
         return PTL_ARG_INVALID;
     ptl_me_t copy = *me;
-    return go.goptl_MESearch(s, pt_index, &copy, c, ptl_search_op, (uint64_t)(uintptr_t)user_ptr);
+    return GO(goptl_MESearch)(s, pt_index, &copy, c, ptl_search_op, (uint64_t)(uintptr_t)user_ptr);
 }
 
 EXPORT int PtlLESearch(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_le_t *le,
@@ -540,7 +618,7 @@ EXPORT int PtlLESearch(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const
     if (!le || !resolve(ni_handle, T_NI, &s) || !resolve_opt(le->ct_handle, PTL_CT_NONE, T_CT, &c))
         return PTL_ARG_INVALID;
     ptl_le_t copy = *le;
-    return go.goptl_LESearch(s, pt_index, &copy, c, ptl_search_op, (uint64_t)(uintptr_t)user_ptr);
+    return GO(goptl_LESearch)(s, pt_index, &copy, c, ptl_search_op, (uint64_t)(uintptr_t)user_ptr);
 }
 
 /* ---- Event queues --------------------------------------------------------------- */
@@ -555,7 +633,7 @@ EXPORT int PtlEQAlloc(ptl_handle_ni_t ni_handle, ptl_size_t count, ptl_handle_eq
     int64_t slot = slot_alloc();
     if (slot < 0)
         return PTL_NO_SPACE;
-    int rc = go.goptl_EQAlloc(s, count, (uint32_t)slot);
+    int rc = GO(goptl_EQAlloc)(s, count, (uint32_t)slot);
     if (rc != PTL_OK) {
         slot_release((uint32_t)slot);
         return rc;
@@ -572,7 +650,7 @@ EXPORT int PtlEQFree(ptl_handle_eq_t eq_handle)
     NEED(goptl_EQFree, "PtlEQFree");
     if (!resolve(eq_handle, T_EQ, &s))
         return PTL_ARG_INVALID;
-    int rc = go.goptl_EQFree(s);
+    int rc = GO(goptl_EQFree)(s);
     if (rc == PTL_OK)
         slot_release(s);
     return rc;
@@ -585,7 +663,7 @@ EXPORT int PtlEQGet(ptl_handle_eq_t eq_handle, ptl_event_t *event)
     NEED(goptl_EQGet, "PtlEQGet");
     if (!event || !resolve(eq_handle, T_EQ, &s))
         return PTL_ARG_INVALID;
-    return go.goptl_EQGet(s, event, 0);
+    return GO(goptl_EQGet)(s, event, 0);
 }
 
 EXPORT int PtlEQWait(ptl_handle_eq_t eq_handle, ptl_event_t *event)
@@ -595,7 +673,7 @@ EXPORT int PtlEQWait(ptl_handle_eq_t eq_handle, ptl_event_t *event)
     NEED(goptl_EQGet, "PtlEQWait");
     if (!event || !resolve(eq_handle, T_EQ, &s))
         return PTL_ARG_INVALID;
-    return go.goptl_EQGet(s, event, 1);
+    return GO(goptl_EQGet)(s, event, 1);
 }
 
 /* A small array of slots on the stack, a large one on the heap. */
@@ -616,7 +694,7 @@ EXPORT int PtlEQPoll(const ptl_handle_eq_t *eq_handles, unsigned int size, ptl_t
         if (!resolve(eq_handles[i], T_EQ, &slots[i]))
             rc = PTL_ARG_INVALID;
     if (rc == PTL_OK)
-        rc = go.goptl_EQPoll(slots, size, timeout, event, which);
+        rc = GO(goptl_EQPoll)(slots, size, timeout, event, which);
     if (slots != stack)
         free(slots);
     return rc;
@@ -634,10 +712,21 @@ EXPORT int PtlCTAlloc(ptl_handle_ni_t ni_handle, ptl_handle_ct_t *ct_handle)
     int64_t slot = slot_alloc();
     if (slot < 0)
         return PTL_NO_SPACE;
-    int rc = go.goptl_CTAlloc(s, (uint32_t)slot);
+    int rc = GO(goptl_CTAlloc)(s, (uint32_t)slot);
     if (rc != PTL_OK) {
         slot_release((uint32_t)slot);
         return rc;
+    }
+    /* Where the value lives; without it (an older Go library, no memory for the
+     * side record) the counter is read in Go, as every call did before. */
+    uintptr_t addr = 0;
+    struct ctside *cs = ctside_of((uint32_t)slot, 1);
+    if (cs) {
+        if (!go.goptl_CTValueAddr || GO(goptl_CTValueAddr)((uint32_t)slot, &addr) != PTL_OK)
+            addr = 0;
+        atomic_store_explicit(&cs->seen_success, 0, memory_order_relaxed);
+        atomic_store_explicit(&cs->seen_failure, 0, memory_order_relaxed);
+        atomic_store_explicit(&cs->addr, addr, memory_order_release);
     }
     slot_set((uint32_t)slot, T_CT, ni_handle);
     *ct_handle = mkhandle(T_CT, (uint32_t)slot);
@@ -651,9 +740,13 @@ EXPORT int PtlCTFree(ptl_handle_ct_t ct_handle)
     NEED(goptl_CTFree, "PtlCTFree");
     if (!resolve(ct_handle, T_CT, &s))
         return PTL_ARG_INVALID;
-    int rc = go.goptl_CTFree(s);
-    if (rc == PTL_OK)
+    int rc = GO(goptl_CTFree)(s);
+    if (rc == PTL_OK) {
+        struct ctside *cs = ctside_of(s, 0);
+        if (cs) /* the cell now belongs to the NI's next counter */
+            atomic_store_explicit(&cs->addr, 0, memory_order_release);
         slot_release(s);
+    }
     return rc;
 }
 
@@ -664,7 +757,7 @@ EXPORT int PtlCTCancelTriggered(ptl_handle_ct_t ct_handle)
     NEED(goptl_CTCancelTriggered, "PtlCTCancelTriggered");
     if (!resolve(ct_handle, T_CT, &s))
         return PTL_ARG_INVALID;
-    return go.goptl_CTCancelTriggered(s);
+    return GO(goptl_CTCancelTriggered)(s);
 }
 
 EXPORT int PtlCTGet(ptl_handle_ct_t ct_handle, ptl_ct_event_t *event)
@@ -674,7 +767,31 @@ EXPORT int PtlCTGet(ptl_handle_ct_t ct_handle, ptl_ct_event_t *event)
     NEED(goptl_CTGet, "PtlCTGet");
     if (!event || !resolve(ct_handle, T_CT, &s))
         return PTL_ARG_INVALID;
-    return go.goptl_CTGet(s, event);
+    /* Read in place. A value that differs from what the last PtlCTGet of this
+     * counter returned is news: it is returned without entering Go. The same
+     * value again means the caller is polling for a change: then, as for Go
+     * callers, the call drives one round of the NI's progress (in Go) and reads
+     * again, so a program that spins on PtlCTGet completes operations by itself
+     * even without the progress goroutine (PTL_PROGRESS_GOROUTINE=0) and with
+     * GOMAXPROCS=1. */
+    struct ctside *cs = ctside_of(s, 0);
+    uintptr_t addr = cs ? atomic_load_explicit(&cs->addr, memory_order_acquire) : 0;
+    if (addr) {
+        ptl_ct_event_t v = ct_value(addr);
+        if (v.success != atomic_load_explicit(&cs->seen_success, memory_order_relaxed) ||
+            v.failure != atomic_load_explicit(&cs->seen_failure, memory_order_relaxed)) {
+            atomic_store_explicit(&cs->seen_success, v.success, memory_order_relaxed);
+            atomic_store_explicit(&cs->seen_failure, v.failure, memory_order_relaxed);
+            *event = v;
+            return PTL_OK;
+        }
+    }
+    int rc = GO(goptl_CTGet)(s, event);
+    if (rc == PTL_OK && cs) {
+        atomic_store_explicit(&cs->seen_success, event->success, memory_order_relaxed);
+        atomic_store_explicit(&cs->seen_failure, event->failure, memory_order_relaxed);
+    }
+    return rc;
 }
 
 EXPORT int PtlCTWait(ptl_handle_ct_t ct_handle, ptl_size_t test, ptl_ct_event_t *event)
@@ -684,7 +801,17 @@ EXPORT int PtlCTWait(ptl_handle_ct_t ct_handle, ptl_size_t test, ptl_ct_event_t 
     NEED(goptl_CTWait, "PtlCTWait");
     if (!event || !resolve(ct_handle, T_CT, &s))
         return PTL_ARG_INVALID;
-    return go.goptl_CTWait(s, test, event);
+    /* A wait that is already satisfied is answered here; otherwise the wait
+     * runs in Go, where it drives progress and spins without crossing back. */
+    uintptr_t addr = ct_addr(s);
+    if (addr) {
+        ptl_ct_event_t v = ct_value(addr);
+        if (ct_reached(v, test)) {
+            *event = v;
+            return PTL_OK;
+        }
+    }
+    return GO(goptl_CTWait)(s, test, event);
 }
 
 EXPORT int PtlCTPoll(const ptl_handle_ct_t *ct_handles, const ptl_size_t *tests, unsigned int size,
@@ -701,8 +828,23 @@ EXPORT int PtlCTPoll(const ptl_handle_ct_t *ct_handles, const ptl_size_t *tests,
     for (unsigned int i = 0; i < size; i++)
         if (!resolve(ct_handles[i], T_CT, &slots[i]))
             rc = PTL_ARG_INVALID;
+    /* The first counter that already meets its test answers here, in the order
+     * the Go poll checks them; otherwise the poll runs in Go. */
+    for (unsigned int i = 0; rc == PTL_OK && i < size; i++) {
+        uintptr_t addr = ct_addr(slots[i]);
+        if (!addr)
+            break; /* read in Go, keeping the order */
+        ptl_ct_event_t v = ct_value(addr);
+        if (ct_reached(v, tests[i])) {
+            *event = v;
+            *which = i;
+            if (slots != stack)
+                free(slots);
+            return PTL_OK;
+        }
+    }
     if (rc == PTL_OK)
-        rc = go.goptl_CTPoll(slots, (ptl_size_t *)tests, size, timeout, event, which);
+        rc = GO(goptl_CTPoll)(slots, (ptl_size_t *)tests, size, timeout, event, which);
     if (slots != stack)
         free(slots);
     return rc;
@@ -715,7 +857,7 @@ EXPORT int PtlCTSet(ptl_handle_ct_t ct_handle, ptl_ct_event_t new_ct)
     NEED(goptl_CTSet, "PtlCTSet");
     if (!resolve(ct_handle, T_CT, &s))
         return PTL_ARG_INVALID;
-    return go.goptl_CTSet(s, new_ct.success, new_ct.failure, 0);
+    return GO(goptl_CTSet)(s, new_ct.success, new_ct.failure, 0);
 }
 
 EXPORT int PtlCTInc(ptl_handle_ct_t ct_handle, ptl_ct_event_t increment)
@@ -725,7 +867,7 @@ EXPORT int PtlCTInc(ptl_handle_ct_t ct_handle, ptl_ct_event_t increment)
     NEED(goptl_CTSet, "PtlCTInc");
     if (!resolve(ct_handle, T_CT, &s))
         return PTL_ARG_INVALID;
-    return go.goptl_CTSet(s, increment.success, increment.failure, 1);
+    return GO(goptl_CTSet)(s, increment.success, increment.failure, 1);
 }
 
 EXPORT int PtlTriggeredCTInc(ptl_handle_ct_t ct_handle, ptl_ct_event_t increment, ptl_handle_ct_t trig_ct_handle,
@@ -736,7 +878,7 @@ EXPORT int PtlTriggeredCTInc(ptl_handle_ct_t ct_handle, ptl_ct_event_t increment
     NEED(goptl_TriggeredCTSet, "PtlTriggeredCTInc");
     if (!resolve(ct_handle, T_CT, &s) || !resolve(trig_ct_handle, T_CT, &t))
         return PTL_ARG_INVALID;
-    return go.goptl_TriggeredCTSet(s, increment.success, increment.failure, 1, t, threshold);
+    return GO(goptl_TriggeredCTSet)(s, increment.success, increment.failure, 1, t, threshold);
 }
 
 EXPORT int PtlTriggeredCTSet(ptl_handle_ct_t ct_handle, ptl_ct_event_t new_ct, ptl_handle_ct_t trig_ct_handle,
@@ -747,7 +889,7 @@ EXPORT int PtlTriggeredCTSet(ptl_handle_ct_t ct_handle, ptl_ct_event_t new_ct, p
     NEED(goptl_TriggeredCTSet, "PtlTriggeredCTSet");
     if (!resolve(ct_handle, T_CT, &s) || !resolve(trig_ct_handle, T_CT, &t))
         return PTL_ARG_INVALID;
-    return go.goptl_TriggeredCTSet(s, new_ct.success, new_ct.failure, 0, t, threshold);
+    return GO(goptl_TriggeredCTSet)(s, new_ct.success, new_ct.failure, 0, t, threshold);
 }
 
 /* ---- Data movement ---------------------------------------------------------------- */
@@ -767,7 +909,7 @@ static inline int put(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_si
     uint32_t s;
     if (!resolve(md_handle, T_MD, &s))
         return PTL_ARG_INVALID;
-    return go.goptl_Put(s, local_offset, length, ack_req, pid64(target_id), pt_index, match_bits, remote_offset,
+    return GO(goptl_Put)(s, local_offset, length, ack_req, pid64(target_id), pt_index, match_bits, remote_offset,
                         (uint64_t)(uintptr_t)user_ptr, hdr_data, trig, threshold);
 }
 
@@ -802,7 +944,7 @@ static int get(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t le
     uint32_t s;
     if (!resolve(md_handle, T_MD, &s))
         return PTL_ARG_INVALID;
-    return go.goptl_Get(s, local_offset, length, pid64(target_id), pt_index, match_bits, remote_offset,
+    return GO(goptl_Get)(s, local_offset, length, pid64(target_id), pt_index, match_bits, remote_offset,
                         (uint64_t)(uintptr_t)user_ptr, trig, threshold);
 }
 
@@ -837,7 +979,7 @@ static int atomic_op(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_siz
     uint32_t s;
     if (!resolve(md_handle, T_MD, &s))
         return PTL_ARG_INVALID;
-    return go.goptl_Atomic(s, local_offset, length, ack_req, pid64(target_id), pt_index, match_bits, remote_offset,
+    return GO(goptl_Atomic)(s, local_offset, length, ack_req, pid64(target_id), pt_index, match_bits, remote_offset,
                            (uint64_t)(uintptr_t)user_ptr, hdr_data, operation, datatype, trig, threshold);
 }
 
@@ -876,7 +1018,7 @@ static int fetch(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset, ptl
     uint32_t g, p;
     if (!resolve(get_md_handle, T_MD, &g) || !resolve(put_md_handle, T_MD, &p))
         return PTL_ARG_INVALID;
-    return go.goptl_FetchAtomic(g, local_get_offset, p, local_put_offset, length, pid64(target_id), pt_index,
+    return GO(goptl_FetchAtomic)(g, local_get_offset, p, local_put_offset, length, pid64(target_id), pt_index,
                                 match_bits, remote_offset, (uint64_t)(uintptr_t)user_ptr, hdr_data, swap,
                                 (void *)operand, operation, datatype, trig, threshold);
 }
@@ -939,7 +1081,7 @@ EXPORT int PtlAtomicSync(void)
 {
     INIT_OR_RETURN();
     NEED(goptl_AtomicSync, "PtlAtomicSync");
-    return go.goptl_AtomicSync();
+    return GO(goptl_AtomicSync)();
 }
 
 /* ---- Not provided --------------------------------------------------------------- */
@@ -982,7 +1124,7 @@ EXPORT int PtlStartBundle(ptl_handle_ni_t ni_handle)
     NEED(goptl_Bundle, "PtlStartBundle");
     if (!resolve(ni_handle, T_NI, &s))
         return PTL_ARG_INVALID;
-    return go.goptl_Bundle(s, 0);
+    return GO(goptl_Bundle)(s, 0);
 }
 
 EXPORT int PtlEndBundle(ptl_handle_ni_t ni_handle)
@@ -992,7 +1134,7 @@ EXPORT int PtlEndBundle(ptl_handle_ni_t ni_handle)
     NEED(goptl_Bundle, "PtlEndBundle");
     if (!resolve(ni_handle, T_NI, &s))
         return PTL_ARG_INVALID;
-    return go.goptl_Bundle(s, 1);
+    return GO(goptl_Bundle)(s, 1);
 }
 
 EXPORT int PtlHandleIsEqual(ptl_handle_any_t handle1, ptl_handle_any_t handle2) { return handle1 == handle2; }
@@ -1006,5 +1148,7 @@ EXPORT int goportals_cache_stats(ptl_handle_ni_t ni_handle, goportals_cache_stat
     NEED(goptl_CacheStats, "goportals_cache_stats");
     if (!stats || !resolve(ni_handle, T_NI, &s))
         return PTL_ARG_INVALID;
-    return go.goptl_CacheStats(s, stats);
+    return GO(goptl_CacheStats)(s, stats);
 }
+
+EXPORT uint64_t goportals_go_calls(void) { return go_calls; }

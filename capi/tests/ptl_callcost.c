@@ -1,7 +1,8 @@
 /*
  * ptl_callcost.c: the cost of one call through the C ABI, in one process:
- * PtlCTGet (a counter read) and PtlEQGet on an empty queue (which also runs the
- * engine's progress once). It prints the fastest of 5 batches per call, in ns;
+ * PtlCTGet of a counter that does not change (a poll: the shim runs a round of
+ * the engine's progress in Go) and PtlEQGet on an empty queue (which also runs
+ * the engine's progress once). It prints the fastest of 5 batches per call, in ns;
  * capi's Go test measures the same calls through portals/ptl in its own
  * process and reports the ratio. Usage: ptl_callcost [calls per batch]
  */

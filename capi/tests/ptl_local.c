@@ -72,6 +72,13 @@ static int test_ni(void)
     CHECK(got.max_pt_index > 0 && got.max_eqs > 0 && got.max_cts > 0 && got.max_msg_size > 0,
           "limits look empty: max_pt_index %d max_eqs %d max_cts %d", got.max_pt_index, got.max_eqs,
           got.max_cts);
+    /* Clients cut long atomics into pieces of max_atomic_size bytes (Sandia
+     * OpenSHMEM does): a piece must hold whole elements of every datatype, up to
+     * PTL_LONG_DOUBLE_COMPLEX (32 bytes). */
+    CHECK(got.max_atomic_size >= 32 && got.max_atomic_size % 32 == 0,
+          "max_atomic_size %" PRIu64 " is not a multiple of 32 bytes", (uint64_t)got.max_atomic_size);
+    CHECK(got.max_fetch_atomic_size % 32 == 0 || got.max_fetch_atomic_size < 32,
+          "max_fetch_atomic_size %" PRIu64 " is not a multiple of 32 bytes", (uint64_t)got.max_fetch_atomic_size);
     ptl_handle_ni_t again;
     OK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, &want, NULL, &again));
     CHECK(PtlHandleIsEqual(ni, again), "a second NIInit with the same options gave another handle");

@@ -3,7 +3,8 @@
  *
  * Ping-pong of 8-byte puts without acknowledgment: each rank's entry counts
  * arrivals on a counting event, rank 0 puts and waits for the answer, rank 1
- * waits and answers. The one-way latency is half the round trip. capi/bench/
+ * waits and answers. The one-way latency is half the round trip (printed as
+ * the mean and as half the median round trip). capi/bench/
  * putlat does the same through the Go API; capi's Go test runs both in one job
  * and reports the ratio. Usage: ptl_putlat [iterations]
  */
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include <portals4.h>
+#include <portals4_goportals.h>
 
 #define PT_INDEX 9
 #define BAR_BITS 0xBA77ULL
@@ -34,6 +36,12 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv)
@@ -86,21 +94,37 @@ int main(int argc, char **argv)
     }
     DIE(PtlCTWait(bct, 1, &v));
 
-    double t0 = 0;
+    double t0 = 0, prev = 0;
+    uint64_t calls0 = 0;
+    double *rts = calloc((size_t)iters, sizeof *rts); /* rank 0's round trips, one by one */
+    if (!rts)
+        return 1;
     for (long i = 0; i < WARMUP + iters; i++) {
-        if (i == WARMUP)
-            t0 = now();
+        if (i == WARMUP) {
+            t0 = prev = now();
+            calls0 = goportals_go_calls();
+        }
         if (self.rank == 0) {
             DIE(PtlPut(md, 0, 8, PTL_NO_ACK_REQ, peer, pt, DATA_BITS, 0, NULL, 0));
             DIE(PtlCTWait(ct, (ptl_size_t)i + 1, &v));
+            if (i >= WARMUP) {
+                double t = now();
+                rts[i - WARMUP] = t - prev;
+                prev = t;
+            }
         } else {
             DIE(PtlCTWait(ct, (ptl_size_t)i + 1, &v));
             DIE(PtlPut(md, 0, 8, PTL_NO_ACK_REQ, peer, pt, DATA_BITS, 0, NULL, 0));
         }
     }
     double dt = now() - t0;
-    if (self.rank == 0)
-        printf("putlat api=c bytes=8 iters=%ld oneway_us=%.3f\n", iters, dt / (double)iters / 2 * 1e6);
+    double calls = (double)(goportals_go_calls() - calls0) / (double)iters;
+    if (self.rank == 0) {
+        qsort(rts, (size_t)iters, sizeof *rts, cmp_double);
+        printf("putlat api=c bytes=8 iters=%ld oneway_us=%.3f median_oneway_us=%.3f go_calls_per_round_trip=%.2f\n",
+               iters, dt / (double)iters / 2 * 1e6, rts[iters / 2] / 2 * 1e6, calls);
+    }
+    free(rts);
 
     /* Leave together, so no put is left in flight toward a finished rank. */
     DIE(PtlPut(bmd, 0, 1, PTL_ACK_REQ, peer, pt, BAR_BITS, 0, NULL, 0));

@@ -67,12 +67,12 @@ func oursContender() *contender {
 	return &contender{key: "goportals", name: ours,
 		run: func(ctx context.Context, size int, _ counts) (map[metric]float64, error) {
 			vals := map[metric]float64{}
-			lat, err := runOurs(ctx, "put_lat", size)
+			lat, err := runOurs(ctx, oursTest("put_lat"), size)
 			if err != nil {
 				return vals, err
 			}
 			vals[latency] = lat
-			bw, err := runOurs(ctx, "put_bw", size)
+			bw, err := runOurs(ctx, oursTest("put_bw"), size)
 			if err != nil {
 				return vals, err
 			}

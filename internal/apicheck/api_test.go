@@ -28,7 +28,7 @@ func publicDirs(t *testing.T, root string) []string {
 		rel, _ := filepath.Rel(root, p)
 		base := d.Name()
 		if rel != "." && (strings.HasPrefix(base, ".") || base == "internal" || base == "testdata" ||
-			base == "cmd" || base == "examples" || base == "tests" || base == "capi") {
+			base == "cmd" || base == "examples" || base == "tests" || base == "capi" || base == "vendor") {
 			return filepath.SkipDir
 		}
 		if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil && rel != "." {

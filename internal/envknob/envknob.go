@@ -19,6 +19,9 @@ const (
 	SoftPin Name = "PTL_SOFT_PIN"
 	// SoftPath forces the soft provider's path between processes (internal/verbs/soft).
 	SoftPath Name = "PTL_SOFT_PATH"
+	// Direct turns the engine's direct access to library memory on or off
+	// (internal/nic).
+	Direct Name = "PTL_DIRECT"
 	// ProgressGoroutine turns the NIs' progress goroutines off (internal/nic).
 	ProgressGoroutine Name = "PTL_PROGRESS_GOROUTINE"
 	// CAPIDebug prints every error the C ABI returns (capi/golib).
@@ -79,6 +82,8 @@ var knobs = []Knob{
 		Doc: "how the soft provider pins registered memory: long-term page references in an io_uring buffer table (auto's choice where io_uring works), or mlock"},
 	{Name: SoftPath, Default: "auto", Values: "auto, tcp", ReadBy: "internal/verbs/soft",
 		Doc: "the soft provider's path between two processes; auto: shared memory and cross-memory attach inside a node (same kernel and network namespace), TCP between nodes; tcp: TCP always (tests, measurements)"},
+	{Name: Direct, Default: "auto", Values: "auto, off", ReadBy: "internal/nic",
+		Doc: "auto: an initiator stores straight into a list entry over md.Alloc memory of a process on its node (non-matching NI, persistent entry, no event the target must post; docs/direct.md); off: every operation goes through the target"},
 	{Name: ProgressGoroutine, Default: "1", Values: "0, 1", ReadBy: "internal/nic",
 		Doc: "0: no progress goroutine per NI; progress happens only inside the calls that wait or poll, which then never sleep (hosts that poll, measurements)"},
 	{Name: CAPIDebug, Default: "0", Values: "0, 1", ReadBy: "capi/golib",

@@ -36,9 +36,10 @@ func keyOf(id ProcessID) physKey { return physKey{id.NID, id.PID} }
 
 // connectRequest is what an initiator sends to connect to an NI.
 type connectRequest struct {
-	slot uint16
-	from ProcessID // the initiator's physical id
-	addr verbs.Address
+	slot   uint16
+	from   ProcessID // the initiator's physical id
+	addr   verbs.Address
+	direct directHello // the initiator's direct table (a trailer; zero: none)
 }
 
 // Connection answers.
@@ -53,12 +54,13 @@ const (
 type connectReply struct {
 	status uint32
 	addr   verbs.Address
+	direct directHello // the target's direct table (a trailer; zero: none)
 }
 
 const rvMagic = 0x56525047 // "GPRV"
 
 func (r *connectRequest) encode() []byte {
-	b := make([]byte, 20+len(r.addr))
+	b := make([]byte, 20+len(r.addr)+helloSize)
 	le.PutUint32(b[0:], rvMagic)
 	le.PutUint16(b[4:], 1) // version
 	le.PutUint16(b[6:], r.slot)
@@ -66,6 +68,7 @@ func (r *connectRequest) encode() []byte {
 	le.PutUint32(b[12:], uint32(r.from.PID))
 	le.PutUint32(b[16:], uint32(len(r.addr)))
 	copy(b[20:], r.addr)
+	r.direct.put(b[20+len(r.addr):])
 	return b
 }
 
@@ -74,28 +77,41 @@ func decodeRequest(b []byte) (connectRequest, bool) {
 		return connectRequest{}, false
 	}
 	n := le.Uint32(b[16:])
-	if uint64(n) != uint64(len(b)-20) || n > 4096 {
+	if (uint64(n) != uint64(len(b)-20) && uint64(n)+helloSize != uint64(len(b)-20)) || n > 4096 {
 		return connectRequest{}, false
 	}
-	return connectRequest{slot: le.Uint16(b[6:]),
+	r := connectRequest{slot: le.Uint16(b[6:]),
 		from: ProcessID{NID: NID(le.Uint32(b[8:])), PID: PID(le.Uint32(b[12:]))},
-		addr: append(verbs.Address(nil), b[20:]...)}, true
+		addr: append(verbs.Address(nil), b[20:20+n]...)}
+	if uint64(len(b)-20) > uint64(n) {
+		r.direct = getHello(b[20+n:])
+	}
+	return r, true
 }
 
 func (r *connectReply) encode() []byte {
-	b := make([]byte, 12+len(r.addr))
+	b := make([]byte, 12+len(r.addr)+helloSize)
 	le.PutUint32(b[0:], rvMagic)
 	le.PutUint32(b[4:], r.status)
 	le.PutUint32(b[8:], uint32(len(r.addr)))
 	copy(b[12:], r.addr)
+	r.direct.put(b[12+len(r.addr):])
 	return b
 }
 
 func decodeReply(b []byte) (connectReply, bool) {
-	if len(b) < 12 || le.Uint32(b) != rvMagic || uint64(le.Uint32(b[8:])) != uint64(len(b)-12) {
+	if len(b) < 12 || le.Uint32(b) != rvMagic {
 		return connectReply{}, false
 	}
-	return connectReply{status: le.Uint32(b[4:]), addr: append(verbs.Address(nil), b[12:]...)}, true
+	n := uint64(le.Uint32(b[8:]))
+	if n != uint64(len(b)-12) && n+helloSize != uint64(len(b)-12) {
+		return connectReply{}, false
+	}
+	r := connectReply{status: le.Uint32(b[4:]), addr: append(verbs.Address(nil), b[12:12+n]...)}
+	if uint64(len(b)-12) > n {
+		r.direct = getHello(b[12+n:])
+	}
+	return r, true
 }
 
 // errUnreachable: the target cannot be reached (another node, no process with that
@@ -186,7 +202,7 @@ func (ni *NI) connectTo(id ProcessID) *peer {
 		pr.close()
 		return ni.deadPeer(id, err)
 	}
-	req := connectRequest{slot: uint16(ni.slot), from: ni.physID(), addr: pr.qp.Address()}
+	req := connectRequest{slot: uint16(ni.slot), from: ni.physID(), addr: pr.qp.Address(), direct: ni.directHello()}
 	var rep connectReply
 	switch {
 	case local != nil:
@@ -206,6 +222,7 @@ func (ni *NI) connectTo(id ProcessID) *peer {
 		pr.close()
 		return ni.deadPeer(id, err)
 	}
+	ni.directLearn(id, rep.direct)
 	ni.mu.Lock()
 	defer ni.mu.Unlock()
 	if ni.dead.Load() {
@@ -230,7 +247,8 @@ func (p *Process) serve(req *connectRequest) connectReply {
 	if err != nil {
 		return connectReply{status: connFailed}
 	}
-	return connectReply{status: connOK, addr: addr}
+	ni.directLearn(req.from, req.direct)
+	return connectReply{status: connOK, addr: addr, direct: ni.directHello()}
 }
 
 // accept sets up the target side of a connection: a queue pair connected to the

@@ -156,6 +156,7 @@ func (ni *NI) appendEntry(op string, idx PTIndex, ent me.Entry, spec rawSpec, ct
 	e.h = h
 	t.entries[h] = e
 	ni.deliverAll(t, evs)
+	ni.directAppended(t, e, list)
 	return &ME{ni: ni, t: t, h: h, e: e}, nil
 }
 
@@ -203,6 +204,7 @@ func (m *ME) Unlink() error {
 		e.release()
 		delete(m.t.entries, m.h)
 	}
+	ni.directUnlinked(m.t)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"unsafe"
 
 	"github.com/goportals/goportals/eq"
 )
@@ -218,8 +219,9 @@ func progressNIs(nis func(func(*NI) bool)) bool {
 
 // CT is a counting event (ptl_handle_ct_t).
 type CT struct {
-	ni *NI
-	c  *eq.Counter
+	ni   *NI
+	c    *eq.Counter
+	slot int // the counter's cell in ni.cells
 }
 
 // CTAlloc allocates a counting event (PtlCTAlloc).
@@ -236,7 +238,18 @@ func (ni *NI) CTAlloc() (*CT, error) {
 	if len(ni.cts) >= ni.limits.MaxCTs {
 		return nil, opErr(op, NoSpace, nil)
 	}
-	c := &CT{ni: ni, c: eq.NewCounter()}
+	if ni.cells == nil {
+		s, err := getSlab()
+		if err != nil {
+			return nil, opErr(op, NoSpace, err)
+		}
+		ni.cells = s
+	}
+	slot := ni.cells.take()
+	if slot < 0 {
+		return nil, opErr(op, NoSpace, nil)
+	}
+	c := &CT{ni: ni, c: eq.NewCounterAt(ni.cells.cell(slot)), slot: slot}
 	ni.cts[c] = struct{}{}
 	return c, nil
 }
@@ -252,9 +265,31 @@ func (c *CT) Free() error {
 		return eqErr("PtlCTFree", err)
 	}
 	c.ni.mu.Lock()
-	delete(c.ni.cts, c)
+	if _, live := c.ni.cts[c]; live {
+		// The counter has left its cell (eq.Counter.Free): the slot may serve again.
+		delete(c.ni.cts, c)
+		c.ni.directCTFreed(c) // no peer counts into the slot once it may serve again
+		c.ni.cells.free = append(c.ni.cells.free, c.slot)
+	}
 	c.ni.mu.Unlock()
 	return nil
+}
+
+// ValueAddr returns the address of the counter's value, laid out as a
+// ptl_ct_event_t (success then failure, 64-bit words) in memory outside the Go heap
+// that stays mapped for the life of the process: code that cannot call in (C code
+// answering PtlCTGet) reads it in place. The address is meaningful only until Free or
+// the NI's finalize; after that it belongs to whichever counter is allocated next.
+func (c *CT) ValueAddr() (uintptr, error) {
+	if c == nil || c.c == nil {
+		return 0, nilHandle("PtlCTGet", "counting event")
+	}
+	c.ni.mu.Lock()
+	defer c.ni.mu.Unlock()
+	if _, live := c.ni.cts[c]; !live {
+		return 0, opErr("PtlCTGet", ArgInvalid, fmt.Errorf("counting event freed"))
+	}
+	return uintptr(unsafe.Pointer(c.c.Cell())), nil
 }
 
 // Get reads the counter (PtlCTGet), after a round of the NI's progress: a caller

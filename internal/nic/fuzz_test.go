@@ -9,11 +9,10 @@ import (
 // and malformed input must be counted, not trusted.
 func FuzzHandleMessage(f *testing.F) {
 	seed := func(h header, payload []byte) []byte {
-		b := make([]byte, hdrSize+len(payload))
+		b := make([]byte, hdrMaxLen+len(payload))
 		h.payload = uint32(len(payload))
-		h.encode(b)
-		copy(b[hdrSize:], payload)
-		return b
+		n := h.encode(b)
+		return append(b[:n], payload...)
 	}
 	f.Add(seed(header{kind: msgPut, pt: 4, match: 0x42, length: 8}, make([]byte, 8)))
 	f.Add(seed(header{kind: msgGet, pt: 4, match: 0x42, length: 16}, nil))
@@ -41,7 +40,7 @@ func FuzzHandleMessage(f *testing.F) {
 		if !h.decode(msg) {
 			return
 		}
-		payload := msg[hdrSize:]
+		payload := h.payloadOf(msg)
 		if h.kind == msgAck || h.kind == msgReply {
 			tgt.handleAnswer(pr, &h, payload)
 		} else {

@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 		if code, ok := runKeyRole(role); ok {
 			os.Exit(code)
 		}
+		if code, ok := runDirectRole(role); ok {
+			os.Exit(code)
+		}
 		if err := runRole(role); err != nil {
 			fmt.Fprintln(os.Stderr, "rank failed:", err)
 			os.Exit(1)

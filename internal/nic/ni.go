@@ -14,14 +14,19 @@ import (
 	"github.com/goportals/goportals/regcache"
 )
 
+// atomicMax is the largest atomic an NI grants: what fits inline, cut to whole
+// elements of every datatype (32 bytes is the largest), because clients cut long
+// atomics into pieces of max_atomic_size bytes.
+const atomicMax = eagerMax &^ 31
+
 // maxLimits are the largest limits an NI grants, and the limits of an NIInit
 // without desired limits (or of the desired fields left zero); a desired value
 // above one is cut to it.
 var maxLimits = Limits{
 	MaxEntries: 1 << 20, MaxUnexpectedHeaders: 1 << 16, MaxMDs: 1 << 16, MaxEQs: 1 << 10,
 	MaxCTs: 1 << 12, MaxPTIndex: 255, MaxIovecs: 1 << 16, MaxListSize: 1 << 20,
-	MaxTriggeredOps: 1 << 16, MaxMsgSize: 1<<31 - 1, MaxAtomicSize: eagerMax,
-	MaxFetchAtomicSize: eagerMax, MaxWAWOrderedSize: eagerMax, MaxWAROrderedSize: eagerMax,
+	MaxTriggeredOps: 1 << 16, MaxMsgSize: 1<<31 - 1, MaxAtomicSize: atomicMax,
+	MaxFetchAtomicSize: atomicMax, MaxWAWOrderedSize: eagerMax, MaxWAROrderedSize: eagerMax,
 	MaxVolatileSize: eagerMax,
 }
 
@@ -67,6 +72,7 @@ type NI struct {
 	nMD         int
 	eqs         map[*EQ]struct{} // the live event queues: they die with the NI
 	cts         map[*CT]struct{} // the live counting events: they die with the NI
+	cells       *cellSlab        // where the counting events keep their values (first CTAlloc on)
 	ops         map[uint64]*initOp
 	nextOp      uint64
 	tops        map[uint64]*targetOp
@@ -76,6 +82,7 @@ type NI struct {
 	evbuf       []me.Event
 	buf1        []byte
 	buf2        []byte
+	direct      *directState // direct access (direct.go); nil when off
 
 	queued   atomic.Int32 // engine sends waiting in peer queues
 	trig     triggerRunner
@@ -268,6 +275,7 @@ func (p *Process) niInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 		go ni.run()
 	}
 	go ni.runTriggers()
+	ni.direct = newDirect(ni)
 	p.nis[slot] = ni
 	p.pid = claim
 	return ni, true, nil
@@ -336,6 +344,7 @@ func (ni *NI) shutdown() {
 	}
 	close(ni.stop)
 	ni.wg.Wait()
+	ni.directClose() // no peer stores into our entries or counters from here on
 	// No caller drives progress from here on (progressOnce sees dead under progMu),
 	// so nothing touches the queues while they are torn down.
 	ni.progMu.Lock()
@@ -369,6 +378,13 @@ func (ni *NI) shutdown() {
 	}
 	for c := range cts {
 		c.c.Free()
+	}
+	ni.mu.Lock()
+	cells := ni.cells
+	ni.cells = nil
+	ni.mu.Unlock()
+	if cells != nil {
+		putSlab(cells)
 	}
 	if ni.reg != nil {
 		ni.reg.Close()

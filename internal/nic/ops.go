@@ -191,11 +191,17 @@ func (ni *NI) start(name string, o *initOp, target ProcessID, operand []byte) er
 			break // unreachable: the operation completes with NI_UNDELIVERABLE
 		}
 	}
+	if ni.direct != nil && !pr.broken.Load() && ni.directTry(o, pr, operand) {
+		err := ni.directFault(name)
+		ni.mu.Unlock() // done by direct access (direct.go)
+		return err
+	}
 	ni.nextOp++
 	o.id, o.pr = ni.nextOp, pr
 	if (o.kind == msgPut || o.kind == msgAtomic) && o.ack == NoAckReq && o.length <= eagerMax {
 		// Fire and forget: complete once the request left; nothing to track, and
 		// o stays on the caller's stack.
+		ni.directSent(pr, false)
 		ni.mu.Unlock()
 		return ni.issueOrFail(name, o, operand)
 	}
@@ -206,6 +212,7 @@ func (ni *NI) start(name string, o *initOp, target ProcessID, operand []byte) er
 	h := copyOp(o)
 	h.tracked = true
 	ni.ops[h.id] = h
+	ni.directSent(pr, true)
 	ni.mu.Unlock()
 	return ni.issueOrFail(name, h, operand)
 }
@@ -228,10 +235,11 @@ func (ni *NI) issueOrFail(name string, o *initOp, operand []byte) error {
 
 // issue sends the request message of o, inline or with the region of a long transfer.
 func (ni *NI) issue(o *initOp, operand []byte) error {
-	self := ni.initiatorID()
+	// The target knows the initiator by the connection, so the header does not
+	// name it; an operation nothing answers (tracked false) needs no id either.
 	h := header{kind: o.kind, ack: uint8(o.ack), atomOp: uint8(o.atomOp), atomType: uint8(o.atomType),
 		pt: uint32(o.pt), uid: uint32(ni.proc.uid), match: o.match, roff: o.roff, length: o.length,
-		hdrData: o.hdrData, opid: o.id, rank: uint32(self.Rank), nid: uint32(self.NID), pid: uint32(self.PID)}
+		hdrData: o.hdrData, opid: o.id}
 	var parts [4][]byte
 	switch {
 	case o.kind == msgGet && o.length <= eagerMax:
@@ -313,8 +321,8 @@ func (ni *NI) issue(o *initOp, operand []byte) error {
 // sent records that an eager request left: the SEND event, and completion of a put
 // or atomic that expects no answer. Called without ni.mu.
 func (ni *NI) sent(o *initOp) {
-	if !o.tracked && o.md.eq == nil && o.md.ct == nil {
-		return // fire and forget with nowhere to report: nothing to do
+	if !o.tracked && !o.md.reportsSend() {
+		return // fire and forget with nothing to report: no engine lock
 	}
 	ni.mu.Lock()
 	defer ni.mu.Unlock()
@@ -322,6 +330,14 @@ func (ni *NI) sent(o *initOp) {
 	if (o.kind == msgPut || o.kind == msgAtomic) && o.ack == NoAckReq {
 		ni.finish(o)
 	}
+}
+
+// reportsSend reports whether a SEND on m posts or counts anything: an event
+// queue that takes successful SEND events, or a counter that counts them. The
+// options, queue and counter of a descriptor never change after MDBind.
+func (m *MD) reportsSend() bool {
+	return (m.ct != nil && m.opts&MDEventCTSend != 0) ||
+		(m.eq != nil && m.opts&(MDEventSuccessDisable|MDEventSendDisable) == 0)
 }
 
 // sendEvent posts o's SEND event once: from the sender after an eager request left,
@@ -340,6 +356,7 @@ func (ni *NI) finish(o *initOp) {
 		return
 	}
 	delete(ni.ops, o.id)
+	ni.directFinished(o)
 	o.md.inflight--
 	if o.getMD != nil {
 		o.getMD.inflight--

@@ -58,7 +58,7 @@ func (ni *NI) newPeer(id ProcessID) (*peer, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr := &peer{ni: ni, id: ProcessID{NID: id.NID, PID: id.PID}, qp: qp, recv: make([]byte, recvDepth*msgMax), scratch: make([]byte, hdrSize),
+	pr := &peer{ni: ni, id: ProcessID{NID: id.NID, PID: id.PID}, qp: qp, recv: make([]byte, recvDepth*msgMax), scratch: make([]byte, hdrMaxLen),
 		sges: make([]verbs.SGE, 0, 4)}
 	if pr.recvMR, err = ni.pd.RegMR(pr.recv, verbs.AccessLocalWrite); err != nil {
 		qp.Close()
@@ -133,8 +133,8 @@ func (pr *peer) trySend(h *header, parts ...[]byte) error {
 	if pr.failed {
 		return errPeerFailed
 	}
-	h.encode(pr.scratch)
-	sg := append(pr.sges[:0], verbs.SGE{Addr: addrOf(pr.scratch), Length: hdrSize})
+	hn := h.encode(pr.scratch)
+	sg := append(pr.sges[:0], verbs.SGE{Addr: addrOf(pr.scratch), Length: uint32(hn)})
 	for _, p := range parts {
 		if len(p) > 0 {
 			sg = append(sg, verbs.SGE{Addr: addrOf(p), Length: uint32(len(p))})

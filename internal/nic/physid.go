@@ -139,21 +139,6 @@ func (ni *NI) idOfPeer(pr *peer) ProcessID {
 	return id
 }
 
-// initiatorID is how this NI names itself in the messages it sends: its physical
-// id, with its rank in the logical map on a logical NI. Called with ni.mu held or
-// not (a map change races only with operations the caller started concurrently).
-func (ni *NI) initiatorID() ProcessID {
-	id := ni.self
-	if ni.Logical() {
-		if lp := ni.logical.Load(); lp != nil {
-			if r := logicalIndex(*lp, id); r >= 0 {
-				id.Rank = Rank(r)
-			}
-		}
-	}
-	return id
-}
-
 // logicalIndex is the first index of the physical id of id in m, or -1.
 func logicalIndex(m []ProcessID, id ProcessID) int {
 	for r, p := range m {

@@ -95,8 +95,12 @@ func (ni *NI) kick() {
 	}
 }
 
-// appNap is how long the progress goroutine steps aside while callers poll.
-const appNap = 100 * time.Microsecond
+// appNap is how long the progress goroutine steps aside while callers poll. Every
+// end of a nap wakes a thread, which on a host whose cores are all busy (two
+// ranks spinning on two cores) preempts a spinning caller: the nap is long enough
+// that this stays rare, and short enough that a process whose application stops
+// polling without blocking (no kick) gets its progress back soon.
+const appNap = time.Millisecond
 
 // progressOnce posts queued engine sends and handles one batch of completions, unless
 // another goroutine is doing so. Callers that wait (EQ and CT waits) run it
@@ -173,7 +177,7 @@ func (ni *NI) handleWC(wc *verbs.WorkCompletion) {
 		if !h.decode(msg) {
 			ni.status[SRMalformed].Add(1)
 		} else {
-			payload := msg[hdrSize:]
+			payload := h.payloadOf(msg)
 			if h.kind == msgAck || h.kind == msgReply {
 				ni.handleAnswer(pr, &h, payload)
 			} else {

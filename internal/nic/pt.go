@@ -116,6 +116,7 @@ func (ni *NI) setEnabled(op string, idx PTIndex, on bool) error {
 		return opErr(op, ArgInvalid, fmt.Errorf("index %d not allocated", idx))
 	}
 	t.enabled = on
+	ni.directSync(t) // a disabled entry takes no direct access either
 	if !on && !ni.waitEngine(func() bool { return t.active == 0 }) {
 		return opErr(op, ArgInvalid, fmt.Errorf("NI finalized while waiting for messages in process"))
 	}

@@ -36,6 +36,7 @@ var meOps = [...]me.Op{msgPut: me.OpKindPut, msgGet: me.OpKindGet, msgAtomic: me
 // without ni.mu; data placement and events happen under it, the answer is sent
 // after.
 func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
+	defer ni.directSeen(pr) // handled: write-after-write order for direct access (direct.go)
 	if h.flags&hfLong == 0 && ((h.kind == msgGet && h.length > eagerMax) ||
 		((h.kind == msgPut || h.kind == msgAtomic || h.kind == msgFetch) && uint64(len(payload)) != h.length)) {
 		// An inline request must carry exactly its data (a get's reply must fit inline).
@@ -155,12 +156,17 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 			mlen = uint64(len(data))
 		}
 		old := ni.scratch(int(mlen))
-		if _, merr = e.mem.ReadAt(old, res.LocalOffset); merr != nil {
-			break
+		if n, ok := targetAtomicInPlace(e.mem, res.LocalOffset, mlen, eq.AtomicOp(h.atomOp), eq.AtomicType(h.atomType),
+			data[:mlen], cond, old); ok {
+			mlen = n // aligned words: atomic with direct initiators (direct_atomic.go)
+		} else {
+			if _, merr = e.mem.ReadAt(old, res.LocalOffset); merr != nil {
+				break
+			}
+			cur := append(ni.scratch2(int(mlen))[:0], old...)
+			mlen = uint64(applyAtomic(eq.AtomicOp(h.atomOp), eq.AtomicType(h.atomType), cur, data[:mlen], cond))
+			_, merr = e.mem.WriteAt(cur[:mlen], res.LocalOffset)
 		}
-		cur := append(ni.scratch2(int(mlen))[:0], old...)
-		mlen = uint64(applyAtomic(eq.AtomicOp(h.atomOp), eq.AtomicType(h.atomType), cur, data[:mlen], cond))
-		_, merr = e.mem.WriteAt(cur[:mlen], res.LocalOffset)
 		if h.kind != msgAtomic {
 			reply = old[:mlen]
 		}

@@ -12,7 +12,7 @@ var le = binary.LittleEndian
 
 const (
 	msgMax   = 1024             // largest message (header + inline payload)
-	hdrSize  = 92               // encoded header (with 8 payload bytes: two soft ring slots)
+	hdrSize  = 92               // room for the encoded header (the largest is hdrMaxLen)
 	eagerMax = msgMax - hdrSize // largest inline payload
 )
 
@@ -39,51 +39,118 @@ type header struct {
 	kind, flags, ack, atomOp, atomType, fail, list uint8
 	pt, uid                                        uint32
 	match, roff, length, hdrData, opid             uint64
-	mdAddr                                         uint64
-	mdKey, payload                                 uint32
+	payload                                        uint32 // inline payload bytes after the header
 	mlength                                        uint64
-	rank, nid, pid                                 uint32
 }
 
-func (h *header) encode(b []byte) {
-	_ = b[hdrSize-1]
-	b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7] = h.kind, h.flags, h.ack, h.atomOp, h.atomType, h.fail, h.list, 0
-	le.PutUint32(b[8:], h.pt)
-	le.PutUint32(b[12:], h.uid)
-	le.PutUint64(b[16:], h.match)
-	le.PutUint64(b[24:], h.roff)
-	le.PutUint64(b[32:], h.length)
-	le.PutUint64(b[40:], h.hdrData)
-	le.PutUint64(b[48:], h.opid)
-	le.PutUint64(b[56:], h.mdAddr)
-	le.PutUint32(b[64:], h.mdKey)
-	le.PutUint32(b[68:], h.payload)
-	le.PutUint64(b[72:], h.mlength)
-	le.PutUint32(b[80:], h.rank)
-	le.PutUint32(b[84:], h.nid)
-	le.PutUint32(b[88:], h.pid)
+// The header travels compact: six fixed bytes (kind, flags, a presence mask, the
+// ack kind, the portal index), then only the fields that are not zero, in a fixed
+// order. An eager put's length is its payload's and is left out. An 8-byte put
+// with match bits is 14 bytes of header: with its data it fits the 36 bytes a
+// soft ring's header slot carries, so the message is one cache line.
+const (
+	hdrFixed  = 6
+	hdrMaxLen = hdrFixed + 4 + 4 + 6*8 // every optional field present
+)
+
+// Presence bits of the optional fields.
+const (
+	pMisc  = 1 << iota // atomOp, atomType, fail, list (4 bytes)
+	pUID               // 4 bytes
+	pMatch             // 8 bytes each from here
+	pRoff
+	pLength
+	pHdrData
+	pOpid
+	pMLength
+)
+
+// impliedLength reports whether a message of kind with flags carries exactly its
+// length in inline payload (an eager put, atomic or fetching atomic), so the
+// header leaves the length out when it equals the payload's.
+func impliedLength(kind, flags uint8) bool {
+	return flags&hfLong == 0 && (kind == msgPut || kind == msgAtomic || kind == msgFetch)
 }
 
-// decode parses a message; it reports false for anything malformed (short,
-// unknown kind, payload length inconsistent with the message).
+// encode writes h (h.payload set) into b, which has room for hdrMaxLen bytes, and
+// returns the encoded length.
+func (h *header) encode(b []byte) int {
+	_ = b[hdrMaxLen-1]
+	var present uint8
+	n := hdrFixed
+	if h.atomOp|h.atomType|h.fail|h.list != 0 {
+		present |= pMisc
+		b[n], b[n+1], b[n+2], b[n+3] = h.atomOp, h.atomType, h.fail, h.list
+		n += 4
+	}
+	if h.uid != 0 {
+		present |= pUID
+		le.PutUint32(b[n:], h.uid)
+		n += 4
+	}
+	put := func(bit uint8, v uint64, always bool) {
+		if v != 0 || always {
+			present |= bit
+			le.PutUint64(b[n:], v)
+			n += 8
+		}
+	}
+	put(pMatch, h.match, false)
+	put(pRoff, h.roff, false)
+	if implied := impliedLength(h.kind, h.flags); !implied || h.length != uint64(h.payload) {
+		// (a zero length that the payload would contradict is written too)
+		put(pLength, h.length, implied)
+	}
+	put(pHdrData, h.hdrData, false)
+	put(pOpid, h.opid, false)
+	put(pMLength, h.mlength, false)
+	b[0], b[1], b[2], b[3] = h.kind, h.flags, present, h.ack
+	le.PutUint16(b[4:], uint16(h.pt))
+	return n
+}
+
+// decode parses a message and sets h.payload to the length of the inline payload
+// that follows the header (the message's last h.payload bytes); it reports false
+// for anything malformed (short, unknown kind).
 func (h *header) decode(b []byte) bool {
-	if len(b) < hdrSize {
+	if len(b) < hdrFixed {
 		return false
 	}
-	h.kind, h.flags, h.ack, h.atomOp, h.atomType, h.fail, h.list = b[0], b[1], b[2], b[3], b[4], b[5], b[6]
-	h.pt = le.Uint32(b[8:])
-	h.uid = le.Uint32(b[12:])
-	h.match = le.Uint64(b[16:])
-	h.roff = le.Uint64(b[24:])
-	h.length = le.Uint64(b[32:])
-	h.hdrData = le.Uint64(b[40:])
-	h.opid = le.Uint64(b[48:])
-	h.mdAddr = le.Uint64(b[56:])
-	h.mdKey = le.Uint32(b[64:])
-	h.payload = le.Uint32(b[68:])
-	h.mlength = le.Uint64(b[72:])
-	h.rank = le.Uint32(b[80:])
-	h.nid = le.Uint32(b[84:])
-	h.pid = le.Uint32(b[88:])
-	return h.kind >= msgPut && h.kind <= msgReply && int(h.payload) == len(b)-hdrSize
+	*h = header{kind: b[0], flags: b[1], ack: b[3], pt: uint32(le.Uint16(b[4:]))}
+	present := b[2]
+	n := hdrFixed
+	if present&pMisc != 0 {
+		if len(b) < n+4 {
+			return false
+		}
+		h.atomOp, h.atomType, h.fail, h.list = b[n], b[n+1], b[n+2], b[n+3]
+		n += 4
+	}
+	if present&pUID != 0 {
+		if len(b) < n+4 {
+			return false
+		}
+		h.uid = le.Uint32(b[n:])
+		n += 4
+	}
+	for _, f := range [...]struct {
+		bit uint8
+		v   *uint64
+	}{{pMatch, &h.match}, {pRoff, &h.roff}, {pLength, &h.length}, {pHdrData, &h.hdrData}, {pOpid, &h.opid}, {pMLength, &h.mlength}} {
+		if present&f.bit != 0 {
+			if len(b) < n+8 {
+				return false
+			}
+			*f.v = le.Uint64(b[n:])
+			n += 8
+		}
+	}
+	h.payload = uint32(len(b) - n)
+	if present&pLength == 0 && impliedLength(h.kind, h.flags) {
+		h.length = uint64(h.payload)
+	}
+	return h.kind >= msgPut && h.kind <= msgReply
 }
+
+// payloadOf returns the inline payload of a message whose header h decoded.
+func (h *header) payloadOf(msg []byte) []byte { return msg[len(msg)-int(h.payload):] }

@@ -242,6 +242,10 @@ func CTCancelTriggered(c *portals.CT) error { return c.CancelTriggered() }
 // CTGet is PtlCTGet (CT.Get).
 func CTGet(c *portals.CT) (portals.CTEvent, error) { return c.Get() }
 
+// CTValueAddr returns where the counter's ptl_ct_event_t lives (portals.CT.ValueAddr):
+// the C ABI's PtlCTGet reads it there.
+func CTValueAddr(c *portals.CT) (uintptr, error) { return c.ValueAddr() }
+
 // CTWait is PtlCTWait (CT.Wait with no deadline).
 func CTWait(c *portals.CT, test uint64) (portals.CTEvent, error) {
 	return c.Wait(context.Background(), test)

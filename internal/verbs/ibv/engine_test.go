@@ -116,7 +116,7 @@ func TestEngineOverIBV(t *testing.T) {
 		}
 		dst := make([]byte, n)
 		match := uint64(0x100 + i)
-		if _, err := nis[1].MEAppend(pt, nic.MESpec{Start: dst, Options: nic.MEOpPut | nic.MEUseOnce,
+		if _, err := nis[1].MEAppend(pt, nic.MESpec{Start: dst, UID: nic.UIDAny, Options: nic.MEOpPut | nic.MEUseOnce,
 			MatchID: nic.ProcessID{NID: nic.NIDAny, PID: nic.PIDAny}, MatchBits: match}, nic.PriorityList, 0); err != nil {
 			t.Fatal(err)
 		}

@@ -267,7 +267,7 @@ func (c *Context) kick() {
 // sleeps on the segment's futex word, which a peer that posts to us clears and wakes.
 const (
 	idleSpin     = 256
-	activeNap    = 200 * time.Microsecond
+	activeNap    = time.Millisecond // each end of a nap wakes a thread: rare, while the application polls
 	sleepTimeout = 20 * time.Millisecond
 	peerCheck    = 10 * time.Millisecond
 )

@@ -3,11 +3,14 @@
 package soft
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,7 +29,7 @@ import (
 const (
 	memlockChildEnv = "SOFT_MEMLOCK_CHILD"
 	memlockStageEnv = "SOFT_MEMLOCK_STAGE"
-	memlockLimit    = 4 << 20
+	memlockTestLimit    = 4 << 20
 	memlockChunk    = 1 << 20
 )
 
@@ -68,6 +71,9 @@ func hasCap(c uint) bool {
 // runMemlockChild is the child's side of TestMemlockLimit. It prints "ok ...",
 // "skip: ..." or "fail: ..." and returns the exit status.
 func runMemlockChild(method string) int {
+	if strings.HasPrefix(method, holderPrefix) {
+		return runPinHolder(strings.TrimPrefix(method, holderPrefix))
+	}
 	if os.Getenv(memlockStageEnv) == "" && hasCap(unix.CAP_IPC_LOCK) {
 		runtime.LockOSThread() // the bounding set is per thread: exec from this one
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, unix.CAP_IPC_LOCK, 0, 0, 0); err != nil {
@@ -99,7 +105,7 @@ func memlockScenario(method string) error {
 	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl); err != nil {
 		return err
 	}
-	lim := min(uint64(memlockLimit), rl.Cur)
+	lim := min(uint64(memlockTestLimit), rl.Cur)
 	if err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: lim, Max: min(lim, rl.Max)}); err != nil {
 		return fmt.Errorf("lowering RLIMIT_MEMLOCK to %d: %w", lim, err)
 	}
@@ -203,7 +209,106 @@ func memlockScenario(method string) error {
 	if err := deregAll(regs2); err != nil {
 		return err
 	}
-	fmt.Printf("ok %s: %d MiB fit under RLIMIT_MEMLOCK %d KiB; the next was ErrMemlock; Dereg gave the budget back\n",
-		method, k, lim>>10)
+	shared := ""
+	if method == PinIOUring {
+		if err := sharedUserBudget(pd, lim); err != nil {
+			return err
+		}
+		shared = "; a region fits beside another process's pins of the same user"
+	}
+	fmt.Printf("ok %s: %d MiB fit under RLIMIT_MEMLOCK %d KiB; the next was ErrMemlock; Dereg gave the budget back%s\n",
+		method, k, lim>>10, shared)
 	return nil
+}
+
+// holderPrefix starts the memlockChildEnv value of a process that pins a region and
+// holds it until its standard input closes.
+const holderPrefix = "holder:"
+
+// sharedUserBudget: io_uring charges a user, not a process. Another process of the
+// same user holds lim-1 MiB pinned; a 2 MiB region still fits this process's own
+// limit, as it would under an HCA's per-process count, and must register.
+func sharedUserBudget(pd verbs.PD, lim uint64) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	holder := exec.Command(exe, "-test.run=^$")
+	holder.Env = append(os.Environ(), fmt.Sprintf("%s=%s%d", memlockChildEnv, holderPrefix, lim-memlockChunk))
+	in, err := holder.StdinPipe()
+	if err != nil {
+		return err
+	}
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	holder.Stderr = os.Stderr
+	if err := holder.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		in.Close()
+		holder.Wait()
+	}()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "held") {
+		return fmt.Errorf("pin holder: %q, %v", line, err)
+	}
+	b, err := unix.Mmap(-1, 0, 2*memlockChunk, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return err
+	}
+	defer unix.Munmap(b)
+	m, err := pd.RegMR(b, rw)
+	if err != nil {
+		return fmt.Errorf("2 MiB beside another process's %d KiB under a %d KiB limit: %w",
+			(lim-memlockChunk)>>10, lim>>10, err)
+	}
+	return m.Dereg()
+}
+
+// runPinHolder pins n bytes (a decimal count) through io_uring, prints "held" and
+// waits for its standard input to close.
+func runPinHolder(n string) int {
+	size, err := strconv.Atoi(n)
+	if err != nil {
+		fmt.Println("fail:", err)
+		return 1
+	}
+	c, err := Open()
+	if err != nil {
+		fmt.Println("fail:", err)
+		return 1
+	}
+	defer c.Close()
+	pd, err := c.AllocPD()
+	if err != nil {
+		fmt.Println("fail:", err)
+		return 1
+	}
+	b := make([]byte, size)
+	m, err := pd.RegMR(b, rw)
+	if err != nil {
+		fmt.Println("fail: holder:", err)
+		return 1
+	}
+	fmt.Println("held")
+	io.Copy(io.Discard, os.Stdin)
+	m.Dereg()
+	return 0
+}
+
+// memlockRoom is how many bytes this process may pin: unlimited with CAP_IPC_LOCK,
+// else RLIMIT_MEMLOCK (8 MiB for an ordinary user here). Tests that register big
+// regions size them by it, as they would on an HCA.
+func memlockRoom() uint64 {
+	if hasCap(unix.CAP_IPC_LOCK) {
+		return 1 << 62
+	}
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl); err != nil {
+		return 0
+	}
+	return rl.Cur
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/goportals/goportals/internal/envknob"
@@ -23,8 +24,11 @@ const (
 	// is charged on its own to RLIMIT_MEMLOCK (overlapping regions count twice, as
 	// with ibv_reg_mr) unless the process has CAP_IPC_LOCK; unlike ibv_reg_mr and
 	// mlock, which count per process, the kernel adds it to what io_uring pins for
-	// the whole user, so processes of one user share one limit's worth. The
-	// process's ring itself takes a few pages of it. Memory that cannot be pinned
+	// the whole user, so processes of one user share one limit's worth: when the
+	// others have spent it and the region still fits this process's own limit
+	// (counting what it pins both ways), the region is mlocked instead, so each
+	// process may pin its limit's worth as under an HCA. The process's ring itself
+	// takes a few pages of the user's budget. Memory that cannot be pinned
 	// for writing (read-only, or a shared mapping of a regular file) is mlocked
 	// instead, region by region.
 	PinIOUring = "io_uring"
@@ -124,18 +128,28 @@ type pinHandle struct {
 	locked bool     // mlock pin (the per-page counts below)
 }
 
+// uringPinned is how many bytes this process holds pinned through io_uring.
+var uringPinned atomic.Uint64
+
 // pinRange pins the pages of [start, end) (page aligned) for one region.
 func (c *Context) pinRange(start, end uintptr) (pinHandle, error) {
 	if c.uring != nil {
 		slots, err := c.uring.pin(start, end)
 		if err == nil {
+			uringPinned.Add(uint64(end - start))
 			return pinHandle{slots: slots}, nil
 		}
-		if !errors.Is(err, syscall.EFAULT) {
+		switch {
+		case errors.Is(err, syscall.EFAULT):
+			// Not pinnable for writing (read-only or a shared file mapping): an HCA
+			// registers it anyway, so lock it.
+		case errors.Is(err, syscall.ENOMEM) && withinOwnBudget(uint64(end-start)):
+			// io_uring charges the user, so other processes of the same user spent
+			// the budget. An HCA counts per process, and by that count the region
+			// fits: lock it, against this process's own RLIMIT_MEMLOCK.
+		default:
 			return pinHandle{}, uringPinError(err)
 		}
-		// Not pinnable for writing (read-only or a shared file mapping): an HCA
-		// registers it anyway, so lock it.
 	}
 	if err := pin(start, end); err != nil {
 		return pinHandle{}, err
@@ -147,6 +161,7 @@ func (c *Context) pinRange(start, end uintptr) (pinHandle, error) {
 func (c *Context) unpinRange(h pinHandle, start, end uintptr) {
 	if h.slots != nil {
 		c.uring.unpin(h.slots)
+		uringPinned.Add(-uint64(end - start))
 	}
 	if h.locked {
 		unpin(start, end)
@@ -216,6 +231,19 @@ func pin(start, end uintptr) error {
 		pins.count[p]++
 	}
 	return nil
+}
+
+// withinOwnBudget reports whether n more bytes keep what this process pins (through
+// io_uring and mlock) within its RLIMIT_MEMLOCK.
+func withinOwnBudget(n uint64) bool {
+	lim, ok := memlockLimit()
+	if !ok {
+		return false
+	}
+	pins.mu.Lock()
+	locked := uint64(len(pins.count)) * pageSize
+	pins.mu.Unlock()
+	return uringPinned.Load()+locked+n <= lim
 }
 
 // unpin drops one pin from the pages of [start, end).

@@ -73,6 +73,7 @@ type qp struct {
 	refused  bool        // the message being handled was NAKed
 	peerDead bool        // the peer process exited
 	cmaDone  bool        // issue ran a cross-memory transfer
+	memPos   uint64      // outbound ring position after our last WRITE or atomic through the ring
 	dead     atomic.Bool // peerDead, readable without the lock
 	rq       []recvEntry
 	rqHead   uint64

@@ -136,6 +136,15 @@ func (r *ring) space(payload int) bool {
 	return r.head+need-r.cachedTail <= ringSlots
 }
 
+// consumedTo reports whether the consumer has consumed every message below pos.
+func (r *ring) consumedTo(pos uint64) bool {
+	if r.cachedTail >= pos {
+		return true
+	}
+	r.cachedTail = r.consumed()
+	return r.cachedTail >= pos
+}
+
 // drained reports whether the consumer has consumed everything produced.
 func (r *ring) drained() bool {
 	r.cachedTail = r.consumed()

@@ -203,6 +203,7 @@ func (q *qp) issueOne(e *sendEntry) bool {
 				m.flags = flImm
 			}
 			e.endPos = q.out.push(&m, q.parts, int(e.total))
+			q.memPos = e.endPos
 			q.releaseHolds()
 			e.state, e.byteLen = esAwaitTail, uint32(e.total)
 			return true
@@ -232,8 +233,14 @@ func (q *qp) issueOne(e *sendEntry) bool {
 
 	case verbs.OpRDMARead:
 		// Always by cross-memory attach: a READ must not wait behind the peer's
-		// own messages in our inbound ring (a SEND we have no receive for).
-		if !q.drainedOut() {
+		// own messages in our inbound ring (a SEND we have no receive for). It
+		// reads what our earlier WRITEs and atomics left, so it waits until the
+		// peer applied those; earlier SENDs it does not wait for (they place data
+		// only in the peer's receive buffers): a READ issued behind answers the
+		// peer has not consumed yet runs at once, so the READs of consecutive long
+		// transfers follow each other without waiting for the peer to poll. Its
+		// completion still comes in order, after theirs.
+		if !q.appliedOut(q.memPos) {
 			return false
 		}
 		q.cmaDone = true
@@ -256,7 +263,7 @@ func (q *qp) issueOne(e *sendEntry) bool {
 		if e.wr.Opcode == verbs.OpAtomicCmpSwap {
 			m.flags = atomCSwap
 		}
-		q.out.push(&m, nil, 0)
+		q.memPos = q.out.push(&m, nil, 0)
 		e.state = esAwaitResp
 		q.waiting++
 		return true
@@ -271,6 +278,16 @@ func (q *qp) room(payload int) bool {
 	}
 	atomic.StoreUint32(q.out.wantWord(), 1)
 	return q.out.space(payload)
+}
+
+// appliedOut reports whether the peer consumed our messages below ring position
+// pos.
+func (q *qp) appliedOut(pos uint64) bool {
+	if q.out.consumedTo(pos) {
+		return true
+	}
+	atomic.StoreUint32(q.out.wantWord(), 1)
+	return q.out.consumedTo(pos)
 }
 
 // drainedOut reports whether the peer consumed everything we sent.
