@@ -34,6 +34,13 @@
 //     and reserved port of the Slurm step);
 //   - otherwise a lone process (Lone), rank 0 of 1 with an in-memory store.
 //
+// # The job key
+//
+// JobKey gives the secret of the job the process joined through Open, which the
+// fabric presents and checks when processes connect between nodes: ptlrun's
+// PTL_JOB_KEY, or under PMI and a rendezvous without it a key that rank 0 draws at
+// Open and the job's first Fence publishes (unknown until then).
+//
 // A launcher that misbehaves (closes the connection, answers out of step, sends
 // malformed or oversized replies) gives typed errors, never a panic.
 //

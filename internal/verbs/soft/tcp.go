@@ -358,8 +358,9 @@ func (l *tcpLink) receive() (int, error) {
 			return 1, l.endFrame()
 		}
 	}
-	// A large payload goes straight to its destination.
-	if rx.body && l.rbR == l.rbW && rx.left >= directRead && rx.di < len(rx.dst) && rx.dst[rx.di] != nil {
+	// A large payload goes straight to its destination, as much of it as the
+	// socket holds: a read that fills its part reads on.
+	for rx.body && l.rbR == l.rbW && rx.left >= directRead && rx.di < len(rx.dst) && rx.dst[rx.di] != nil {
 		d := rx.dst[rx.di][rx.doff:]
 		if uint32(len(d)) > rx.left {
 			d = d[:rx.left]
@@ -378,7 +379,9 @@ func (l *tcpLink) receive() (int, error) {
 		if rx.left == 0 {
 			return 1, l.endFrame()
 		}
-		return 0, nil
+		if m < len(d) {
+			return 0, nil // the socket is drained
+		}
 	}
 	if l.rbR == l.rbW {
 		l.rbR, l.rbW = 0, 0
