@@ -91,6 +91,7 @@ type Counter struct {
 	cell    atomic.Pointer[Cell] // where the value lives: own, or the caller's (NewCounterAt) until Free
 	own     Cell
 	freed   bool
+	gone    atomic.Bool // freed, for Inc's lock-free path
 	firing  bool   // a goroutine is running this counter's ready triggers
 	seq     uint64 // registrations so far: the tie-break of equal thresholds
 	trig    trigHeap
@@ -207,17 +208,27 @@ func (c *Counter) Inc(d CTEvent) error {
 	if d.Success != 0 && d.Failure != 0 {
 		return errIncBoth
 	}
+	// Without waiters or pending triggers (the attention word is clear) the add
+	// needs no lock: as an outside writer's Cell.Add, it adds first and then looks
+	// at the attention word, which a waiter or trigger sets under the lock before it
+	// checks the value; so either that check sees the add, or the add sees the word
+	// and takes the lock to wake and fire. Outside adds may race with this one: the
+	// compare-and-swap keeps both, and the overflow check applies to the value this
+	// add really changes.
+	if c.gone.Load() {
+		return ErrFreed
+	}
+	cell := c.cell.Load()
+	if !addChecked(&cell.success, d.Success) || !addChecked(&cell.failure, d.Failure) {
+		return ErrCounterOverflow
+	}
+	if cell.attention.Load() == 0 {
+		return nil
+	}
 	c.mu.Lock()
 	if c.freed {
 		c.mu.Unlock()
-		return ErrFreed
-	}
-	// Outside adds (Cell.Add) may race with this one: the compare-and-swap keeps
-	// both, and the overflow check applies to the value this add really changes.
-	cell := c.cell.Load()
-	if !addChecked(&cell.success, d.Success) || !addChecked(&cell.failure, d.Failure) {
-		c.mu.Unlock()
-		return ErrCounterOverflow
+		return nil // freed meanwhile: nobody left to wake
 	}
 	c.waiters.wakeAll()
 	c.runTriggersLocked()
@@ -308,6 +319,7 @@ func (c *Counter) Free() error {
 		return ErrFreed
 	}
 	c.freed = true
+	c.gone.Store(true)
 	pending := c.trig.drain()
 	c.waiters.wakeAll()
 	if cell := c.cell.Load(); cell != &c.own {

@@ -141,7 +141,7 @@ type peerDirect struct {
 	base   uint64       // the target's seen count for us when we first looked (an earlier NI of our pid)
 	track  int          // tracked operations not yet answered
 	seen   *atomic.Uint64
-	snaps  map[PTIndex]*winSnap
+	snaps  []*winSnap // by portal index
 	selfID uint64
 }
 
@@ -533,7 +533,7 @@ func (ni *NI) directPeer(pr *peer) *peerDirect {
 	}
 	p := d.peers[pr.idx]
 	if p == nil {
-		p = &peerDirect{snaps: map[PTIndex]*winSnap{}}
+		p = &peerDirect{}
 		d.peers[pr.idx] = p
 	}
 	return p
@@ -619,10 +619,13 @@ func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
 	}
 	win := p.rt.win(int(o.pt))
 	gen := u64At(win, dtWinGen)
+	if p.snaps == nil {
+		p.snaps = make([]*winSnap, p.rt.nwin)
+	}
 	s := p.snaps[o.pt]
 	if s == nil || s.gen != gen.Load() {
 		if s = p.rt.snapshot(win, s); s == nil {
-			delete(p.snaps, o.pt)
+			p.snaps[o.pt] = nil
 			return false
 		}
 		p.snaps[o.pt] = s
