@@ -245,20 +245,32 @@ func (ni *NI) directSync(t *pt) {
 	}
 	w := &d.wins[t.idx]
 	// The head of the priority list: the first appended entry still linked there.
-	var head *entry
-	kept := w.prio[:0]
-	for _, e := range w.prio {
-		if st, err := t.table.State(e.h); err == nil && st.Linked && st.List == me.ListPriority && t.entries[e.h] == e {
-			kept = append(kept, e)
-			if head == nil {
-				head = e
+	// Entries that left in front of it are dropped; the rest of the list is
+	// compacted only when it holds many that left (an append stays O(1) while the
+	// head stays).
+	linked := func(e *entry) bool {
+		st, err := t.table.State(e.h)
+		return err == nil && st.Linked && st.List == me.ListPriority && t.entries[e.h] == e
+	}
+	if n := len(w.prio); n > 64 && n > 2*t.table.Len(me.ListPriority) {
+		kept := w.prio[:0]
+		for _, e := range w.prio {
+			if linked(e) {
+				kept = append(kept, e)
 			}
 		}
+		clear(w.prio[len(kept):])
+		w.prio = kept
 	}
-	for i := len(kept); i < len(w.prio); i++ {
-		w.prio[i] = nil
+	var head *entry
+	for len(w.prio) > 0 {
+		if linked(w.prio[0]) {
+			head = w.prio[0]
+			break
+		}
+		w.prio[0] = nil
+		w.prio = w.prio[1:]
 	}
-	w.prio = kept
 	var ct *CT
 	if head != nil {
 		ct = head.ct
