@@ -69,16 +69,15 @@ func (c *Cell) Add(d CTEvent) (attention bool) {
 	return c.attention.Load() != 0
 }
 
+// addSaturated adds d to w, saturating at the largest uint64. One atomic add, not
+// a load and a compare-and-swap: a writer in another process takes the cache line
+// once instead of reading it first and then asking for it again. An add that wraps
+// is seen by the adder (the sum is below d) and turned into the saturated value;
+// an add that follows a wrap before that store wraps in turn, or lands on the
+// saturated value and wraps, and is turned back the same way.
 func addSaturated(w *atomic.Uint64, d uint64) {
-	for {
-		old := w.Load()
-		n := old + d
-		if n < old {
-			n = math.MaxUint64
-		}
-		if w.CompareAndSwap(old, n) {
-			return
-		}
+	if n := w.Add(d); n < d {
+		w.Store(math.MaxUint64)
 	}
 }
 
