@@ -13,6 +13,7 @@ import (
 
 	"github.com/goportals/goportals/eq"
 	"github.com/goportals/goportals/internal/bootstrap"
+	"github.com/goportals/goportals/internal/bootstrap/childtest"
 	"github.com/goportals/goportals/md"
 )
 
@@ -205,7 +206,9 @@ func TestDirectAtomicMixed(t *testing.T) {
 	}
 }
 
-const mixedN = 20000
+// mixedN is how many adds each adder makes (fewer under the race detector,
+// which slows every access).
+var mixedN = map[bool]int{false: 20000, true: 3000}[childtest.RaceEnabled]
 
 func directAtomicRole(ctx context.Context) error {
 	if os.Getenv(bootstrap.EnvRank) == "2" {
@@ -220,10 +223,10 @@ func directAtomicRole(ctx context.Context) error {
 		if err := r.b.Barrier(ctx); err != nil { // both adders are done
 			return err
 		}
-		if got := binary.LittleEndian.Uint64(r.heap[64:]); got != 2*mixedN {
+		if got := binary.LittleEndian.Uint64(r.heap[64:]); got != uint64(2*mixedN) {
 			return fmt.Errorf("sum %d after %d adds", got, 2*mixedN)
 		}
-		if got := binary.LittleEndian.Uint64(r.heap[128:]); got != 2*mixedN {
+		if got := binary.LittleEndian.Uint64(r.heap[128:]); got != uint64(2*mixedN) {
 			return fmt.Errorf("fetch-add word %d after %d", got, 2*mixedN)
 		}
 		fmt.Println("T atomic mixed ok")
