@@ -154,6 +154,7 @@ type winSnap struct {
 	length  uint64
 	maxMsg  uint64
 	maxAtom uint64
+	bad     bool // the window could not be used at gen
 	mem     []byte // the entry's bytes in our mapping of its memfd
 	cell    *eq.Cell
 	winBase unsafe.Pointer
@@ -635,12 +636,21 @@ func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
 		p.snaps = make([]*winSnap, p.rt.nwin)
 	}
 	s := p.snaps[o.pt]
-	if s == nil || s.gen != gen.Load() {
+	if g := gen.Load(); s == nil || s.gen != g {
 		if s = p.rt.snapshot(win, s); s == nil {
-			p.snaps[o.pt] = nil
+			// Closed, changing, or its memory would not map: not again for this
+			// generation (a failed open costs system calls).
+			if s = p.snaps[o.pt]; s == nil {
+				s = &winSnap{}
+			}
+			*s = winSnap{gen: g, bad: true}
+			p.snaps[o.pt] = s
 			return false
 		}
 		p.snaps[o.pt] = s
+	}
+	if s.bad {
+		return false
 	}
 	// The rules the target would check: permissions (a violation goes to the target,
 	// which counts it), no truncation, the message size.
