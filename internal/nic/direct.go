@@ -154,10 +154,9 @@ type winSnap struct {
 	length  uint64
 	maxMsg  uint64
 	maxAtom uint64
-	bad     bool // the window could not be used at gen
+	bad     bool   // the window could not be used at gen
 	mem     []byte // the entry's bytes in our mapping of its memfd
 	cell    *eq.Cell
-	winBase unsafe.Pointer
 }
 
 // word helpers over shared memory.
