@@ -91,8 +91,8 @@ type Counter struct {
 	own     Cell
 	freed   bool
 	gone    atomic.Bool // freed, for Inc's lock-free path
-	firing  bool   // a goroutine is running this counter's ready triggers
-	seq     uint64 // registrations so far: the tie-break of equal thresholds
+	firing  bool        // a goroutine is running this counter's ready triggers
+	seq     uint64      // registrations so far: the tie-break of equal thresholds
 	trig    trigHeap
 	waiters waiterSet
 }
