@@ -141,7 +141,7 @@ type peerDirect struct {
 	base   uint64       // the target's seen count for us when we first looked (an earlier NI of our pid)
 	track  int          // tracked operations not yet answered
 	seen   *atomic.Uint64
-	snaps  map[PTIndex]*winSnap
+	snaps  []*winSnap // by portal index
 	selfID uint64
 }
 
@@ -154,9 +154,9 @@ type winSnap struct {
 	length  uint64
 	maxMsg  uint64
 	maxAtom uint64
+	bad     bool   // the window could not be used at gen
 	mem     []byte // the entry's bytes in our mapping of its memfd
 	cell    *eq.Cell
-	winBase unsafe.Pointer
 }
 
 // word helpers over shared memory.
@@ -245,20 +245,32 @@ func (ni *NI) directSync(t *pt) {
 	}
 	w := &d.wins[t.idx]
 	// The head of the priority list: the first appended entry still linked there.
-	var head *entry
-	kept := w.prio[:0]
-	for _, e := range w.prio {
-		if st, err := t.table.State(e.h); err == nil && st.Linked && st.List == me.ListPriority && t.entries[e.h] == e {
-			kept = append(kept, e)
-			if head == nil {
-				head = e
+	// Entries that left in front of it are dropped; the rest of the list is
+	// compacted only when it holds many that left (an append stays O(1) while the
+	// head stays).
+	linked := func(e *entry) bool {
+		st, err := t.table.State(e.h)
+		return err == nil && st.Linked && st.List == me.ListPriority && t.entries[e.h] == e
+	}
+	if n := len(w.prio); n > 64 && n > 2*t.table.Len(me.ListPriority) {
+		kept := w.prio[:0]
+		for _, e := range w.prio {
+			if linked(e) {
+				kept = append(kept, e)
 			}
 		}
+		clear(w.prio[len(kept):])
+		w.prio = kept
 	}
-	for i := len(kept); i < len(w.prio); i++ {
-		w.prio[i] = nil
+	var head *entry
+	for len(w.prio) > 0 {
+		if linked(w.prio[0]) {
+			head = w.prio[0]
+			break
+		}
+		w.prio[0] = nil
+		w.prio = w.prio[1:]
 	}
-	w.prio = kept
 	var ct *CT
 	if head != nil {
 		ct = head.ct
@@ -533,7 +545,7 @@ func (ni *NI) directPeer(pr *peer) *peerDirect {
 	}
 	p := d.peers[pr.idx]
 	if p == nil {
-		p = &peerDirect{snaps: map[PTIndex]*winSnap{}}
+		p = &peerDirect{}
 		d.peers[pr.idx] = p
 	}
 	return p
@@ -619,13 +631,25 @@ func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
 	}
 	win := p.rt.win(int(o.pt))
 	gen := u64At(win, dtWinGen)
+	if p.snaps == nil {
+		p.snaps = make([]*winSnap, p.rt.nwin)
+	}
 	s := p.snaps[o.pt]
-	if s == nil || s.gen != gen.Load() {
+	if g := gen.Load(); s == nil || s.gen != g {
 		if s = p.rt.snapshot(win, s); s == nil {
-			delete(p.snaps, o.pt)
+			// Closed, changing, or its memory would not map: not again for this
+			// generation (a failed open costs system calls).
+			if s = p.snaps[o.pt]; s == nil {
+				s = &winSnap{}
+			}
+			*s = winSnap{gen: g, bad: true}
+			p.snaps[o.pt] = s
 			return false
 		}
 		p.snaps[o.pt] = s
+	}
+	if s.bad {
+		return false
 	}
 	// The rules the target would check: permissions (a violation goes to the target,
 	// which counts it), no truncation, the message size.
