@@ -4,8 +4,9 @@
  * This shim holds no Go code. At the first PtlInit it loads libgoportals.so
  * (the Go library, built with -buildmode=c-shared) with dlopen and looks up the
  * functions of goapi.h. It owns the handle namespace: a handle is
- * type << 29 | slot, and the slot table below records, for each live slot, its
- * type and its NI, so handle checks, PtlNIHandle and PtlHandleIsEqual are
+ * type << 29 | generation << 20 | slot (3, 9 and 20 bits), and the slot table
+ * below records, for each live slot, its type, its generation and its NI, so
+ * handle checks, PtlNIHandle and PtlHandleIsEqual are
  * answered here without entering Go. Counting events are read here too, in the
  * cell where the engine keeps each counter's value (see "Counter values"):
  * PtlCTGet of a changed value and satisfied PtlCTWait and PtlCTPoll calls stay
