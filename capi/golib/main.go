@@ -15,6 +15,7 @@ import "C"
 import (
 	"unsafe"
 
+	"github.com/goportals/goportals/internal/bootstrap"
 	"github.com/goportals/goportals/portals"
 	"github.com/goportals/goportals/portals/ptl"
 )
@@ -31,10 +32,23 @@ func main() {}
 func goptl_Init(ownPMI C.int, release C.goptl_release_fn) (r C.int) {
 	defer guard("PtlInit", &r)
 	setRelease(release)
+	// Programs (Open MPI's components) call PtlInit and PtlFini more than once,
+	// and a launcher admits one join per rank: the join stays for the life of
+	// the process, and goptl_Exit ends it.
+	bootstrap.KeepShared()
 	if ownPMI != 0 {
 		return rc(withoutPMI(ptl.Init))
 	}
 	return rc(ptl.Init())
+}
+
+// goptl_Exit ends the process's join of its job at exit (the shim calls it from
+// an atexit handler) when no PtlInit is left open.
+//
+//export goptl_Exit
+func goptl_Exit() {
+	defer func() { _ = recover() }()
+	_ = bootstrap.CloseShared()
 }
 
 //export goptl_Fini

@@ -28,6 +28,7 @@ typedef void (*goptl_release_fn)(uint32_t handle);
 #define GOPTL_FUNCS(X)                                                                         \
     X(int, goptl_Init, (int ownPMI, goptl_release_fn release))                                 \
     X(void, goptl_Fini, (int last))                                                            \
+    X(void, goptl_Exit, (void))                                                                \
     X(int, goptl_NIInit, (uint32_t slot, ptl_interface_t iface, unsigned int options,          \
                           ptl_pid_t pid, ptl_ni_limits_t *desired, ptl_ni_limits_t *actual,    \
                           uint32_t *got))                                                      \

@@ -356,8 +356,18 @@ static int program_speaks_pmi(void)
     return dlsym(RTLD_DEFAULT, "PMI_Init") != NULL || dlsym(RTLD_DEFAULT, "PMI2_Init") != NULL;
 }
 
+/* at_exit ends the process's join of its job: the Go library keeps it across
+ * the last PtlFini, because a launcher admits one join per rank and programs
+ * call PtlInit again after PtlFini. */
+static void at_exit(void)
+{
+    if (go.goptl_Exit && atomic_load(&init_count) <= 0)
+        go.goptl_Exit();
+}
+
 EXPORT int PtlInit(void)
 {
+    static int exit_hooked;
     int rc;
     pthread_mutex_lock(&init_mu);
     if (!golib && !load_golib()) {
@@ -370,8 +380,11 @@ EXPORT int PtlInit(void)
         return PTL_FAIL;
     }
     rc = GO(goptl_Init)(program_speaks_pmi(), handle_release);
-    if (rc == PTL_OK)
+    if (rc == PTL_OK) {
         atomic_fetch_add(&init_count, 1);
+        if (!exit_hooked)
+            exit_hooked = atexit(at_exit) == 0;
+    }
     pthread_mutex_unlock(&init_mu);
     return rc;
 }
