@@ -24,9 +24,10 @@ import (
 func main() {}
 
 // goptl_Init serves PtlInit. release is the shim's function that frees the
-// slot of an entry the engine unlinked itself (see entryGone). ownPMI is set when the program speaks PMI itself
-// (the shim found PMI_Init or PMI2_Init in the process): the library then
-// leaves the launcher's PMI connection to it (withoutPMI).
+// slot of an entry the engine unlinked itself (see entryGone). ownPMI is set
+// when the program speaks PMI itself (see the shim's program_speaks_pmi): the
+// library then leaves the launcher's PMI connection to it (bootstrap.LeavePMI)
+// and such programs give their logical NIs a map with PtlSetMap.
 //
 //export goptl_Init
 func goptl_Init(ownPMI C.int, release C.goptl_release_fn) (r C.int) {
@@ -36,9 +37,7 @@ func goptl_Init(ownPMI C.int, release C.goptl_release_fn) (r C.int) {
 	// and a launcher admits one join per rank: the join stays for the life of
 	// the process, and goptl_Exit ends it.
 	bootstrap.KeepShared()
-	if ownPMI != 0 {
-		return rc(withoutPMI(ptl.Init))
-	}
+	bootstrap.LeavePMI(ownPMI != 0)
 	return rc(ptl.Init())
 }
 
