@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/goportals/goportals/internal/bootstrap"
+	"github.com/goportals/goportals/internal/envknob"
 	"github.com/goportals/goportals/portals"
 	"github.com/goportals/goportals/portals/ptl"
 )
@@ -25,8 +26,9 @@ func main() {}
 
 // goptl_Init serves PtlInit. release is the shim's function that frees the
 // slot of an entry the engine unlinked itself (see entryGone). ownPMI is set
-// when the program speaks PMI itself (see the shim's program_speaks_pmi): the
-// library then leaves the launcher's PMI connection to it (bootstrap.LeavePMI)
+// when the shim found a PMI client of the program's own (program_speaks_pmi);
+// PTL_CAPI_PMI may say otherwise (programOwnsPMI). When the program owns PMI,
+// the library leaves the launcher's PMI connection to it (bootstrap.LeavePMI)
 // and such programs give their logical NIs a map with PtlSetMap.
 //
 //export goptl_Init
@@ -37,7 +39,11 @@ func goptl_Init(ownPMI C.int, release C.goptl_release_fn) (r C.int) {
 	// and a launcher admits one join per rank: the join stays for the life of
 	// the process, and goptl_Exit ends it.
 	bootstrap.KeepShared()
-	bootstrap.LeavePMI(ownPMI != 0)
+	own, err := programOwnsPMI(ownPMI != 0, envknob.Lookup)
+	if err != nil {
+		return rc(err)
+	}
+	bootstrap.LeavePMI(own)
 	return rc(ptl.Init())
 }
 

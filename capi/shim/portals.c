@@ -346,14 +346,21 @@ static int load_golib(void)
     } while (0)
 
 /* program_speaks_pmi reports whether the process contains a PMI client of its
- * own (PMI-1 or PMI-2: Sandia OpenSHMEM's pmi-simple, MPICH, a launcher's
- * libpmi). A PMI launcher gives each rank one connection, which that client
- * holds: the Go library must then not open it too (its requests and answers
- * would interleave with the program's), and such programs give their logical
- * NIs a map with PtlSetMap. */
+ * own: PMI-1 or PMI-2 entry points (Sandia OpenSHMEM's pmi-simple, a
+ * launcher's libpmi) or an MPI (MPICH's libmpich holds its PMI client without
+ * exporting PMI_Init). A PMI launcher gives each rank one connection, which
+ * that client holds: the Go library must then not open it too (its requests
+ * and answers would interleave with the program's), and such programs give
+ * their logical NIs a map with PtlSetMap. Only symbols in the global scope are
+ * seen: a client linked statically without -rdynamic is not, and
+ * PTL_CAPI_PMI=program (read in Go) says it then. */
 static int program_speaks_pmi(void)
 {
-    return dlsym(RTLD_DEFAULT, "PMI_Init") != NULL || dlsym(RTLD_DEFAULT, "PMI2_Init") != NULL;
+    static const char *const marks[] = {"PMI_Init", "PMI2_Init", "MPI_Init", "PMPI_Init"};
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
+        if (dlsym(RTLD_DEFAULT, marks[i]) != NULL)
+            return 1;
+    return 0;
 }
 
 /* at_exit ends the process's join of its job: the Go library keeps it across
