@@ -18,8 +18,8 @@ var shared struct {
 	keep bool
 }
 
-// errSharedHeld is CloseShared's answer while holders remain.
-var errSharedHeld = errors.New("the shared join still has holders")
+// ErrSharedHeld is CloseShared's answer while holders remain.
+var ErrSharedHeld = errors.New("the shared join still has holders")
 
 // Shared returns the process's bootstrap, opening it (Open) on first use, and the
 // function that releases this holder's reference (the connection closes with the
@@ -75,7 +75,7 @@ func CloseShared() error {
 		return nil
 	}
 	if shared.refs > 0 {
-		return opErr("close", -1, "", errSharedHeld)
+		return opErr("close", -1, "", ErrSharedHeld)
 	}
 	err := shared.b.Close()
 	shared.b = nil
