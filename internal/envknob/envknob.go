@@ -26,6 +26,8 @@ const (
 	ProgressGoroutine Name = "PTL_PROGRESS_GOROUTINE"
 	// CAPIDebug prints every error the C ABI returns (capi/golib).
 	CAPIDebug Name = "PTL_CAPI_DEBUG"
+	// CAPIPMI says who speaks to a PMI launcher in a C program (capi/golib).
+	CAPIPMI Name = "PTL_CAPI_PMI"
 	// GoLib names the Go library the C ABI's shim loads (capi/shim, read in C).
 	GoLib Name = "PTL_GOLIB"
 	// Notifier selects the pin cache's notifier backend (driverhooks).
@@ -88,6 +90,8 @@ var knobs = []Knob{
 		Doc: "0: no progress goroutine per NI; progress happens only inside the calls that wait or poll, which then never sleep (hosts that poll, measurements)"},
 	{Name: CAPIDebug, Default: "0", Values: "0, 1", ReadBy: "capi/golib",
 		Doc: "1: the C ABI prints every error it returns to C on standard error, with its cause"},
+	{Name: CAPIPMI, Default: "auto", Values: "auto, program, library", ReadBy: "capi/golib",
+		Doc: "who uses a PMI launcher's one connection per rank (PMI_FD or PMI_PORT: hydra, Slurm's PMI-2) in a C program; program: the program's own PMI client (an MPI, Sandia OpenSHMEM), PtlInit stays off it and the program maps logical NIs with PtlSetMap; library: PtlInit joins the job through it; auto: program when the process holds PMI_Init, PMI2_Init, MPI_Init or PMPI_Init in its global symbol scope, else library"},
 	{Name: GoLib, Default: "libgoportals.so beside libportals.so.4", Values: "a file path", ReadBy: "capi/shim (C)",
 		Doc: "the Go library libportals.so.4 loads at the first PtlInit"},
 	{Name: Notifier, Default: "auto", Values: "auto, ebpf, seccomp, uffd, explicit", ReadBy: "driverhooks",
