@@ -102,6 +102,10 @@ type directState struct {
 	// part-way (under ni.mu): start returns it.
 	putFault error
 
+	// owed are counters of revoked windows whose notice the loop did not take
+	// yet (under ni.mu).
+	owed []*CT
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
@@ -194,7 +198,6 @@ func newDirect(ni *NI) *directState {
 	for i := 0; i < nwin; i++ {
 		u64At(d.win(i), dtWinGen).Store(1) // closed
 	}
-	directRegister(ni)
 	d.wg.Add(1)
 	go d.noticeLoop(ni)
 	return d
@@ -281,8 +284,7 @@ func (ni *NI) directSync(t *pt) {
 	if open && w.e == head && w.ct == ct && gen.Load()&1 == 0 {
 		return // unchanged
 	}
-	directRevoke(win)
-	w.e, w.ct = nil, nil
+	ni.directRevokeWin(int(t.idx), true)
 	if !open {
 		return
 	}
@@ -374,6 +376,24 @@ func directRevoke(win []byte) {
 	}
 }
 
+// directRevokeWin revokes window i and forgets its entry. A notice an initiator
+// asked for through the window and the notice loop did not take yet is handed to
+// the loop (with keep) for the counter the window counted on: the counter changed
+// from outside, so its waiters must wake and its triggers fire. Called with ni.mu
+// held.
+func (ni *NI) directRevokeWin(i int, keep bool) {
+	d := ni.direct
+	win := d.win(i)
+	directRevoke(win)
+	// No initiator is in the window now: the flag is settled.
+	if u32At(win, dtWinNotice).Swap(0) != 0 && keep && d.wins[i].ct != nil {
+		d.owed = append(d.owed, d.wins[i].ct)
+		u32At(d.tab, dtNotify).Add(1)
+		directWake(d.tab)
+	}
+	d.wins[i].e, d.wins[i].ct = nil, nil
+}
+
 // directUnlinked re-checks the window of t after an entry left it. Called with
 // ni.mu held.
 func (ni *NI) directUnlinked(t *pt) { ni.directSync(t) }
@@ -386,8 +406,7 @@ func (ni *NI) directCTFreed(c *CT) {
 	}
 	for i := range d.wins {
 		if d.wins[i].ct == c {
-			directRevoke(d.win(i))
-			d.wins[i].e, d.wins[i].ct = nil, nil
+			ni.directRevokeWin(i, false) // the counter goes: nobody to tell
 		}
 	}
 }
@@ -408,8 +427,7 @@ func (ni *NI) directMemFreed(addr, n uintptr) {
 		}
 		a, _ := e.mem.Addr(0)
 		if a < addr+n && addr < a+uintptr(e.mem.Len()) {
-			directRevoke(d.win(i))
-			d.wins[i].e, d.wins[i].ct = nil, nil
+			ni.directRevokeWin(i, true)
 		}
 	}
 }
@@ -423,9 +441,10 @@ func (ni *NI) directClose() {
 	}
 	ni.mu.Lock()
 	for i := range d.wins {
-		directRevoke(d.win(i))
+		ni.directRevokeWin(i, false) // the counters go with the NI
 		d.wins[i] = winState{}
 	}
+	d.owed = nil
 	for _, p := range d.peers {
 		if p != nil && p.rt != nil {
 			p.rt.release()
@@ -514,6 +533,13 @@ func (d *directState) noticeLoop(ni *NI) {
 				cts = append(cts, d.wins[i].ct)
 			}
 		}
+		for _, c := range d.owed {
+			if _, live := ni.cts[c]; live {
+				cts = append(cts, c)
+			}
+		}
+		clear(d.owed)
+		d.owed = d.owed[:0]
 		ni.mu.Unlock()
 		for _, c := range cts {
 			c.c.Notice()
@@ -565,6 +591,17 @@ func (ni *NI) directSent(pr *peer, tracked bool) {
 	}
 }
 
+// directUnsent takes back a directSent whose request never left the process (a
+// local failure): the target will never count it. Called with ni.mu held.
+func (ni *NI) directUnsent(pr *peer) {
+	if ni.direct == nil || pr == nil || pr.idx < 0 || pr.idx >= len(ni.direct.peers) {
+		return
+	}
+	if p := ni.direct.peers[pr.idx]; p != nil && p.sent > 0 {
+		p.sent--
+	}
+}
+
 // directFinished records that a tracked operation got its answer (or failed).
 // Called with ni.mu held.
 func (ni *NI) directFinished(o *initOp) {
@@ -585,11 +622,11 @@ func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
 		return false
 	}
 	if !p.tried {
-		p.tried = true
 		h, ok := ni.direct.remote[keyOf(pr.id)]
 		if !ok {
-			return false
+			return false // not learned (yet): look again next time
 		}
+		p.tried = true
 		p.rt = openRemoteTable(h)
 		if p.rt != nil {
 			p.selfID = seenKey(ni.physID())
@@ -714,6 +751,15 @@ func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
 		}
 		atomicInPlace(o.atomOp, o.atomType, dst, src, cond, old)
 	}
+	// A get copies out while still in the window (the entry's memory may go once
+	// it is revoked), and before it is counted: the target may reuse the memory
+	// as soon as its counter says the get happened (the engine reads, then
+	// counts). Into our memory, whose fault the REPLY reports. A fetch or swap
+	// has its old data in d.buf already.
+	var dstErr error
+	if o.kind == msgGet {
+		_, dstErr = o.md.mem.WriteAt(dst, o.localOff)
+	}
 	attention := false
 	if srcErr == nil && s.flags&wfCount != 0 {
 		n := uint64(1)
@@ -724,12 +770,6 @@ func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
 	}
 	if attention {
 		u32At(win, dtWinNotice).Store(1)
-	}
-	// A get copies out while still in the window (the entry's memory may go once
-	// it is revoked); into our memory, whose fault the REPLY reports.
-	var dstErr error
-	if o.kind == msgGet {
-		_, dstErr = o.md.mem.WriteAt(dst, o.localOff)
 	}
 	in.Add(^uint64(0))
 	if attention {
@@ -796,7 +836,12 @@ var directNIs struct {
 	once sync.Once
 }
 
+// directRegister lists ni for md's Free hook once ni.direct is set (the hook
+// reads it).
 func directRegister(ni *NI) {
+	if ni.direct == nil {
+		return
+	}
 	directNIs.once.Do(func() {
 		md.OnFree(func(addr, n uintptr) {
 			directNIs.Lock()
