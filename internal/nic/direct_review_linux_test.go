@@ -227,3 +227,47 @@ func TestDirectFailedSendKeepsDirect(t *testing.T) {
 		t.Fatalf("after one failed put, none of 1000 later puts went direct")
 	}
 }
+
+// A USE_ONCE entry at the head of the priority list keeps the window closed; once
+// a message consumed it (the engine unlinks it), the persistent entry behind it
+// takes every message and direct access may stand in for the target again.
+func TestDirectReopensAfterAutoUnlink(t *testing.T) {
+	nis := newNIs(t, 2, NINoMatching|NIPhysical)
+	ini, tgt := nis[0], nis[1]
+	if tgt.direct == nil {
+		t.Skip("no direct access here (PTL_DIRECT=off, PTL_SOFT_PATH=tcp or not Linux)")
+	}
+	tid, _ := tgt.PhysID()
+	ct, err := tgt.CTAlloc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := md.Alloc(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Free() })
+	if _, err := tgt.PTAlloc(0, nil, 4); err != nil {
+		t.Fatal(err)
+	}
+	opts := MEOpPut | MEOpGet | MEEventSuccessDisable | MEEventLinkDisable | MEEventCTComm
+	if _, err := tgt.LEAppend(4, LESpec{Start: a.Bytes()[:4096], CT: ct, UID: UIDAny, Options: opts | MEUseOnce}, PriorityList, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tgt.LEAppend(4, LESpec{Start: a.Bytes(), CT: ct, UID: UIDAny, Options: opts}, PriorityList, 2); err != nil {
+		t.Fatal(err)
+	}
+	src, err := ini.MDBind(MDSpec{Start: make([]byte, 8)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(1); i <= 1000 && ini.DirectOps() == 0; i++ {
+		if err := Put(src, 0, 8, NoAckReq, tid, 4, 0, 0, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		waitCT(t, ct, i)
+	}
+	if ini.DirectOps() == 0 {
+		t.Fatal("the use-once entry was consumed, but none of 1000 later puts went direct")
+	}
+}
