@@ -21,21 +21,25 @@ import (
 //   - Every NI keeps a direct table: a memfd, mapped shared, that the node's peers
 //     map. It holds one window per portal index (the entry that takes every message
 //     there, when direct access can stand in for the target: its memfd, offset and
-//     length, permissions, counting event and byte counting, a generation and an
-//     in-flight count), one "seen" count per initiator (the requests of that
-//     initiator the target has handled) and a futex word that asks the target to
-//     notice counters changed from outside.
+//     length, permissions, counting event and byte counting, a generation), one
+//     slot per initiator (the "seen" count of its requests the target has handled,
+//     and its in-flight word: its OS pid and how many of its operations are inside
+//     a window) and a futex word that asks the target to notice counters changed
+//     from outside.
 //   - Peers learn each other's table in the connection handshake (the OS pid, the
 //     memfd's descriptor and inode) and open it by /proc/<pid>/fd/<n>, the way the
 //     soft provider opens its rings: the same ptrace rules as process_vm_writev.
-//   - An initiator acts on a window in a Dekker pair with the target: it adds one to
-//     the window's in-flight count, re-reads the generation, acts only if it is the
-//     one it validated, and subtracts one. The target revokes a window (unlink, PT
+//   - An initiator acts on a window in a Dekker pair with the target: it raises its
+//     in-flight word, re-reads the generation, acts only if it is the one it
+//     validated, and lowers the word. The target revokes a window (unlink, PT
 //     disable, counter free, NI fini, md Free, any change of the entry that takes the
-//     messages) by making the generation odd and waiting until the in-flight count is
-//     zero; sequentially consistent atomics on both sides mean that either the
-//     initiator sees the new generation or the target sees it in flight and waits.
-//     Once the revoking call returns, no peer writes through the old window.
+//     messages) by making the generation odd and waiting until every initiator's
+//     word is down, or its process is gone; sequentially consistent atomics on both
+//     sides mean that either the initiator sees the new generation or the target sees
+//     it in flight and waits. Once the revoking call returns, no peer writes through
+//     the old window.
+//   - An initiator stops acting on the table of a process that exited (the notice
+//     loop watches it by pidfd): the engine's path then reports the dead peer.
 //   - Write-after-write order: an initiator goes direct to a target only when every
 //     request it sent that target through the engine has been handled there (the
 //     target's seen count for it equals the requests it sent, and none of its tracked
