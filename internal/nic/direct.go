@@ -429,6 +429,16 @@ func directEnter(in *atomic.Uint64, me uint64) {
 // directLeave undoes directEnter.
 func directLeave(in *atomic.Uint64) { in.Add(^uint64(0)) }
 
+// testRequestHandled, when set by a test, runs (once) as the target's engine is
+// done with a request: its answer is sent.
+var testRequestHandled atomic.Pointer[func()]
+
+func testAfterRequest() {
+	if f := testRequestHandled.Swap(nil); f != nil {
+		(*f)()
+	}
+}
+
 // testDirectInWindow, when set by a test, runs while an initiator is inside a
 // window (entered, generation checked, nothing done yet): a test freezes the
 // initiator there.

@@ -271,3 +271,39 @@ func TestDirectReopensAfterAutoUnlink(t *testing.T) {
 		t.Fatal("the use-once entry was consumed, but none of 1000 later puts went direct")
 	}
 }
+
+// The target counts a request as seen before its answer leaves: an initiator that
+// got the answer of a put that went through the engine goes direct with its very
+// next operation (write-after-write order holds: the data had landed).
+func TestDirectSeenBeforeAnswer(t *testing.T) {
+	p := revSetup(t, 1<<20, MEOpPut|MEOpGet|MEEventSuccessDisable|MEEventLinkDisable|MEEventCTComm)
+	q, err := p.ini.EQAlloc(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := p.ini.MDBind(MDSpec{Start: make([]byte, 64), EQ: q, Options: MDEventSendDisable})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	hold := func() { <-release } // the target's engine stays after the answer until the check is done
+	testRequestHandled.Store(&hold)
+	defer testRequestHandled.Store(nil)
+	defer close(release)
+	// Truncates at the entry's end: through the target's engine.
+	if err := Put(src, 0, 64, AckReqFull, p.tid, 4, 0, uint64(len(p.heap))-8, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if ev, err := q.Wait(ctx); err != nil || ev.Type != EventAck {
+		t.Fatalf("ack of the truncated put: %+v %v", ev, err)
+	}
+	n0 := p.ini.DirectOps()
+	if err := Put(src, 0, 8, NoAckReq, p.tid, 4, 0, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if p.ini.DirectOps() == n0 {
+		t.Fatal("the put after the answer did not go direct: the target had not counted the answered request as seen")
+	}
+}
