@@ -353,6 +353,9 @@ func evLine(what string, ev Event, err error) {
 
 const directOpts = MEOpPut | MEOpGet | MEEventLinkDisable | MEEventSuccessDisable | MEEventCTComm
 
+// directRolesOS are the direct-access roles of one platform's tests.
+var directRolesOS = map[string]func(context.Context) error{}
+
 // runDirectRole runs a direct-access role if role names one.
 func runDirectRole(role string) (int, bool) {
 	f, ok := map[string]func(context.Context) error{
@@ -363,7 +366,9 @@ func runDirectRole(role string) (int, bool) {
 		"direct-atomic": directAtomicRole,
 	}[role]
 	if !ok {
-		return 0, false
+		if f, ok = directRolesOS[role]; !ok {
+			return 0, false
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

@@ -270,6 +270,10 @@ func (p *Process) niInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 		ni.setLogical(p.jobMap)
 	}
 	ni.trig.wake = make(chan struct{}, 1)
+	// Direct access before any goroutine of the NI runs (they read ni.direct);
+	// listed for md's Free hook only once set.
+	ni.direct = newDirect(ni)
+	directRegister(ni)
 	if ni.noGoroutine = noProgressGoroutine(); ni.noGoroutine {
 		ni.wg.Add(1) // progress only inside the calls
 	} else {
@@ -277,7 +281,6 @@ func (p *Process) niInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 		go ni.run()
 	}
 	go ni.runTriggers()
-	ni.direct = newDirect(ni)
 	p.nis[slot] = ni
 	p.pid = claim
 	return ni, true, nil
