@@ -15,7 +15,7 @@ import (
 )
 
 // Between nodes the rendezvous of a pid is a TCP port of its node: the nid is the
-// node's IPv4 address, and pid p listens at port rvPortBase+p on every interface.
+// node's IPv4 address, and pid p listens at port rvPortBase+p (16384+p) on every interface.
 // A request and its answer travel as one length-prefixed frame each, in the
 // format of the node-local rendezvous, after a first frame from the requester
 // carrying the key of its job (bootstrap.JobKey): a request with another key, or
@@ -24,8 +24,11 @@ import (
 // ports are valid; an explicit larger pid is reachable inside its node only.
 
 const (
-	// rvPortBase is the TCP port of pid 0's rendezvous.
-	rvPortBase = 40000
+	// rvPortBase is the TCP port of pid 0's rendezvous: pids 0-16383 listen at
+	// ports 16384-32767, below Linux's default range of ports for outgoing
+	// connections (32768-60999), so that no connection of any process takes a
+	// pid's port.
+	rvPortBase = 16384
 	// rvPIDSpan bounds the pids with a TCP rendezvous (and PIDAny's choices).
 	rvPIDSpan = 16384
 	// rvMaxFrame bounds a request or answer.

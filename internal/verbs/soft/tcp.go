@@ -196,6 +196,9 @@ func (l *tcpLink) start(conn net.Conn) {
 	if err == nil {
 		err = rc.Control(func(fd uintptr) { l.fd = int(fd) })
 	}
+	if err == nil {
+		err = setUserTimeout(l.fd)
+	}
 	if err != nil {
 		conn.Close()
 		l.broken(err)
@@ -685,7 +688,9 @@ func (l *tcpLink) beginSend() error {
 			st = verbs.StatusLocalProtectionError
 			break
 		}
-		rx.dst = append(rx.dst, b)
+		if n > 0 { // an empty element holds no bytes (nil would discard)
+			rx.dst = append(rx.dst, b)
+		}
 		rx.holds = append(rx.holds, h)
 		left -= n
 	}
@@ -891,7 +896,10 @@ func (l *tcpLink) postSend(wrs []verbs.SendWR) error {
 					ok = false
 					break
 				}
-				parts, holds = append(parts, b), append(holds, h)
+				holds = append(holds, h)
+				if len(b) > 0 { // an empty element holds no bytes (nil would discard)
+					parts = append(parts, b)
+				}
 			}
 		}
 		if !ok {

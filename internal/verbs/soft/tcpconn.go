@@ -143,7 +143,7 @@ func (c *Context) hello(conn net.Conn) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	switch {
-	case q.link != nil && q.link.conn == nil && q.link.peerQPN == src && q.link.peerNonce == srcNonce:
+	case q.link != nil && q.link.conn == nil && !q.link.failed.Load() && q.link.peerQPN == src && q.link.peerNonce == srcNonce:
 		conn.Write([]byte{helloOK})
 		q.link.start(conn)
 	case q.State() == verbs.QPInit:
@@ -198,12 +198,32 @@ func (q *qp) connectTCP(a address) error {
 		c.tcp.mu.Unlock()
 		if ok && e.qpn == a.qpn && e.nonce == a.nonce {
 			l.start(e.conn)
-		} else if ok {
-			e.conn.Close()
+		} else {
+			if ok {
+				e.conn.Close()
+			}
+			time.AfterFunc(tcpConnectTimeout, l.connectDeadline)
 		}
 	}
 	q.state.Store(uint32(verbs.QPReady))
 	return nil
+}
+
+// connectDeadline fails the link if the peer has not connected yet: its work
+// completes with errors instead of waiting forever.
+func (l *tcpLink) connectDeadline() {
+	q := l.q
+	q.mu.Lock()
+	l.txMu.Lock()
+	late := l.conn == nil && !l.failed.Load()
+	l.txMu.Unlock()
+	if late {
+		l.failed.Store(true) // refuses a hello from now on (hello holds q.mu)
+	}
+	q.mu.Unlock()
+	if late {
+		l.broken(fmt.Errorf("the peer did not connect within %v", tcpConnectTimeout))
+	}
 }
 
 // dialPeer opens the stream to a's listener and greets it.
