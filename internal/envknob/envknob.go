@@ -44,7 +44,8 @@ const (
 	Size Name = "PTL_SIZE"
 	// BootstrapAddr is the address of ptlrun's bootstrap server (internal/bootstrap).
 	BootstrapAddr Name = "PTL_BOOTSTRAP_ADDR"
-	// JobKey is the job's secret, set by ptlrun (internal/bootstrap).
+	// JobKey is the job's secret, set by ptlrun or exported to every rank by the
+	// user of another launcher (internal/bootstrap).
 	JobKey Name = "PTL_JOB_KEY"
 	// PMIVersion forces the PMI version spoken over PMI_FD (internal/bootstrap).
 	PMIVersion Name = "PTL_PMI_VERSION"
@@ -106,8 +107,8 @@ var knobs = []Knob{
 		Doc: "the number of ranks in the job"},
 	{Name: BootstrapAddr, Default: "set by ptlrun", Values: "tcp:HOST:PORT or unix:PATH", ReadBy: "internal/bootstrap",
 		Doc: "the launcher's bootstrap server; when set, the other three ptlrun variables must be too"},
-	{Name: JobKey, Default: "set by ptlrun", Values: "64 hex digits", ReadBy: "internal/bootstrap",
-		Doc: "the job's secret, which authenticates a rank to the launcher"},
+	{Name: JobKey, Default: "set by ptlrun", Values: "a secret (ptlrun: 64 hex digits)", ReadBy: "internal/bootstrap",
+		Doc: "the job's secret, which authenticates a rank to the launcher and to its peers on other nodes; a program with its own PMI exports the same value to every rank (without it a process reaches its own node only)"},
 	{Name: PMIVersion, Default: "2 when the launcher set PMI_JOBID (Slurm), else 1", Values: "1, 2", ReadBy: "internal/bootstrap",
 		Doc: "the PMI version spoken over PMI_FD (MPICH hydra speaks both, Slurm's srun --mpi=pmi2 only 2); PMI_PORT always means 1"},
 	{Name: Rendezvous, Default: "one node: a local socket named after the job; Slurm on several nodes: the step's first node and reserved port", Values: "tcp:HOST:PORT (HOST: rank 0's node)", ReadBy: "internal/bootstrap",

@@ -1,11 +1,14 @@
 package nic
 
 import (
+	"errors"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/goportals/goportals/internal/bootstrap"
 )
 
 // ephemeralRange reads the kernel's range of ports for outgoing connections.
@@ -78,5 +81,31 @@ func TestPIDPortTakenNamesTheBindError(t *testing.T) {
 	wantErrno(t, "NIInit with the rendezvous port taken", err, PIDInUse)
 	if msg := err.Error(); !strings.Contains(msg, strconv.Itoa(port)) || !strings.Contains(msg, "in use") {
 		t.Fatalf("PID_IN_USE message %q does not name port %d and the bind error", msg, port)
+	}
+}
+
+// TestRendezvousWithoutJobKeyIsNodeLocal: a process with no job key (a lone
+// process without PTL_JOB_KEY) claims its pid's port on the loopback interface
+// only, and does not ask another node at all: ErrNoJobKey says why.
+func TestRendezvousWithoutJobKeyIsNodeLocal(t *testing.T) {
+	t.Setenv(bootstrap.EnvJobKey, "")
+	if k, known := bootstrap.JobKey(); !known || len(k) != 0 {
+		t.Skip("this test process joined a job (it has a key)")
+	}
+	ni, err := rulesSolo(t).NIInit(IfaceDefault, NIMatching|NIPhysical, 2345, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := ni.proc.pid.tcp
+	if tr == nil {
+		t.Fatal("pid 2345 has no TCP rendezvous")
+	}
+	if a := tr.ln.Addr().(*net.TCPAddr); !a.IP.IsLoopback() {
+		t.Fatalf("without a job key the rendezvous listens on %v, want loopback only", a)
+	}
+	other := ProcessID{NID: nidOf(net.IPv4(192, 0, 2, 77).To4()), PID: 7}
+	_, err = ni.exchangeRemote(t.Context(), other, &connectRequest{})
+	if !errors.Is(err, bootstrap.ErrNoJobKey) || !errors.Is(err, errUnreachable) {
+		t.Fatalf("asking another node without a job key: %v, want errUnreachable and ErrNoJobKey", err)
 	}
 }

@@ -20,7 +20,9 @@ import (
 // format of the node-local rendezvous, after a first frame from the requester
 // carrying the key of its job (bootstrap.JobKey): a request with another key, or
 // from a process whose job key is not known yet, is refused with an empty answer
-// frame, so a process of another job (or of none) cannot open a connection. PIDAny picks pids below rvPIDSpan, whose
+// frame, so a process of another job (or of none) cannot open a connection. A
+// process without a job key (bootstrap.ErrNoJobKey) listens on the loopback
+// interface only, answers only its own node, and asks no other node. PIDAny picks pids below rvPIDSpan, whose
 // ports are valid; an explicit larger pid is reachable inside its node only.
 
 const (
@@ -55,7 +57,11 @@ func listenTCP(pid PID) (*tcpRendezvous, error) {
 	if !ok {
 		return nil, nil
 	}
-	ln, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+	host := "" // every interface
+	if noJobKey() {
+		host = "127.0.0.1" // node-local only: no key, no stranger
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		return nil, fmt.Errorf("%w: port %d: %v", errPIDInUse, port, err)
 	}
@@ -82,7 +88,8 @@ func (t *tcpRendezvous) serve(p *Process) {
 				if err != nil {
 					return
 				}
-				if want, known := bootstrap.JobKey(); !known || len(key) != len(want) || subtle.ConstantTimeCompare(key, want) != 1 {
+				want, known := bootstrap.JobKey()
+				if !known || len(key) != len(want) || subtle.ConstantTimeCompare(key, want) != 1 || (len(want) == 0 && !fromLoopback(c)) {
 					writeFrame(c, nil)
 					return
 				}
@@ -100,6 +107,19 @@ func (t *tcpRendezvous) serve(p *Process) {
 			}()
 		}
 	}()
+}
+
+// noJobKey reports whether this process has no job key: its rendezvous then
+// listens on the loopback interface only and answers its own node only.
+func noJobKey() bool {
+	key, known := bootstrap.JobKey()
+	return known && len(key) == 0
+}
+
+// fromLoopback reports whether c comes from a loopback address.
+func fromLoopback(c net.Conn) bool {
+	a, ok := c.RemoteAddr().(*net.TCPAddr)
+	return ok && a.IP.IsLoopback()
 }
 
 // close stops the listener and waits for its goroutines.
@@ -165,6 +185,9 @@ func (ni *NI) exchangeRemote(ctx context.Context, id ProcessID, req *connectRequ
 	if !known {
 		return connectReply{}, fmt.Errorf("%w: nid %#x pid %d: this process's job key is not known yet (its job has not fenced)",
 			errUnreachable, uint32(id.NID), id.PID)
+	}
+	if len(key) == 0 {
+		return connectReply{}, fmt.Errorf("%w: nid %#x pid %d: %w", errUnreachable, uint32(id.NID), id.PID, bootstrap.ErrNoJobKey)
 	}
 	done := make(chan result, 1)
 	go func() {

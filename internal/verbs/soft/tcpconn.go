@@ -67,6 +67,9 @@ type earlyConn struct {
 func (c *Context) listen() {
 	c.tcp.once.Do(func() {
 		ip := bootstrap.NodeAddr()
+		if noKey() {
+			ip = net.IPv4(127, 0, 0, 1) // node-local only: no key, no stranger
+		}
 		ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
 		if err != nil {
 			return
@@ -118,7 +121,7 @@ func (c *Context) hello(conn net.Conn) {
 		conn.Close()
 		return
 	}
-	if want, known := currentKey(); !known || !keysEqual(key, want) {
+	if want, known := currentKey(); !known || !keysEqual(key, want) || (len(want) == 0 && !fromLoopback(conn)) {
 		conn.Write([]byte{helloKey})
 		conn.Close()
 		return
@@ -182,6 +185,9 @@ func (q *qp) connectTCP(a address) error {
 	if c.tcp.ln == nil || a.tcpPort == 0 {
 		return verbs.Errorf("connect", verbs.ErrUnreachable, fmt.Errorf("no TCP endpoint (listener unavailable)"))
 	}
+	if noKey() && (a.boot != bootID() || a.netns != netnsID()) {
+		return verbs.Errorf("connect", verbs.ErrUnreachable, bootstrap.ErrNoJobKey)
+	}
 	l := &tcpLink{q: q, pending: map[uint64]*tcpPending{}, done: make(chan struct{}), peerQPN: a.qpn, peerNonce: a.nonce}
 	if dials(c.tcp.ip, c.tcp.port, q.num, a.tcpIP, a.tcpPort, a.qpn) {
 		conn, err := dialPeer(a, q.num, c.nonce)
@@ -207,6 +213,19 @@ func (q *qp) connectTCP(a address) error {
 	}
 	q.state.Store(uint32(verbs.QPReady))
 	return nil
+}
+
+// noKey reports whether this process has no job key: it then listens on the
+// loopback interface only and accepts connections from its own node only.
+func noKey() bool {
+	key, known := currentKey()
+	return known && len(key) == 0
+}
+
+// fromLoopback reports whether conn comes from a loopback address.
+func fromLoopback(conn net.Conn) bool {
+	a, ok := conn.RemoteAddr().(*net.TCPAddr)
+	return ok && a.IP.IsLoopback()
 }
 
 // connectDeadline fails the link if the peer has not connected yet: its work
