@@ -563,26 +563,3 @@ func (j *job) relay(a *agentConn, pending map[int]bool) {
 	}
 	a.conn.Close()
 }
-
-// NodeAddr is this node's address as peers on other nodes see it: the first IPv4
-// address of an interface that is up and not loopback (127.0.0.1 when none).
-func NodeAddr() net.IP {
-	ifs, err := net.Interfaces()
-	if err == nil {
-		for _, fi := range ifs {
-			if fi.Flags&net.FlagUp == 0 || fi.Flags&net.FlagLoopback != 0 {
-				continue
-			}
-			addrs, err := fi.Addrs()
-			if err != nil {
-				continue
-			}
-			for _, a := range addrs {
-				if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
-					return n.IP.To4()
-				}
-			}
-		}
-	}
-	return net.IPv4(127, 0, 0, 1).To4()
-}

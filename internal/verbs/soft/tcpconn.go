@@ -55,6 +55,7 @@ type tcpState struct {
 	port  uint16
 	mu    sync.Mutex
 	early map[uint32]earlyConn
+	err   error // why there is no listener
 }
 
 type earlyConn struct {
@@ -66,12 +67,17 @@ type earlyConn struct {
 // listen opens the context's listener once; peers on other nodes dial it.
 func (c *Context) listen() {
 	c.tcp.once.Do(func() {
-		ip := bootstrap.NodeAddr()
+		ip, err := bootstrap.ResolveNodeAddr()
+		if err != nil {
+			c.tcp.err = err
+			return
+		}
 		if noKey() {
 			ip = net.IPv4(127, 0, 0, 1) // node-local only: no key, no stranger
 		}
 		ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
 		if err != nil {
+			c.tcp.err = err
 			return
 		}
 		c.tcp.ln = ln
@@ -183,7 +189,14 @@ func dials(ip [16]byte, port uint16, qpn uint32, rip [16]byte, rport uint16, rqp
 func (q *qp) connectTCP(a address) error {
 	c := q.ctx
 	if c.tcp.ln == nil || a.tcpPort == 0 {
-		return verbs.Errorf("connect", verbs.ErrUnreachable, fmt.Errorf("no TCP endpoint (listener unavailable)"))
+		why := "the peer has none"
+		if c.tcp.ln == nil {
+			why = "this process has none"
+			if c.tcp.err != nil {
+				why += ": " + c.tcp.err.Error()
+			}
+		}
+		return verbs.Errorf("connect", verbs.ErrUnreachable, fmt.Errorf("no TCP endpoint (%s)", why))
 	}
 	if noKey() && (a.boot != bootID() || a.netns != netnsID()) {
 		return verbs.Errorf("connect", verbs.ErrUnreachable, bootstrap.ErrNoJobKey)
