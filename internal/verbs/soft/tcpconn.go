@@ -168,8 +168,24 @@ func (c *Context) hello(conn net.Conn) {
 		c.tcp.early[dst] = earlyConn{conn: conn, qpn: src, nonce: srcNonce}
 		c.tcp.mu.Unlock()
 		conn.Write([]byte{helloOK})
+		// A queue pair that never connects closes the stream: the dialer's work
+		// fails instead of waiting for answers that never come.
+		time.AfterFunc(tcpConnectTimeout, func() { c.dropEarly(dst, conn) })
 	default:
 		conn.Write([]byte{helloNoQP})
+		conn.Close()
+	}
+}
+
+// dropEarly closes conn if it still waits for queue pair dst's Connect.
+func (c *Context) dropEarly(dst uint32, conn net.Conn) {
+	c.tcp.mu.Lock()
+	e, ok := c.tcp.early[dst]
+	if ok && e.conn == conn {
+		delete(c.tcp.early, dst)
+	}
+	c.tcp.mu.Unlock()
+	if ok && e.conn == conn {
 		conn.Close()
 	}
 }

@@ -2,8 +2,11 @@ package soft
 
 import (
 	"bytes"
+	"encoding/binary"
+	"io"
 	"net"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -196,4 +199,58 @@ func TestZeroLengthSGETCP(t *testing.T) {
 	childWrap = h.Wrap()
 	t.Cleanup(func() { childWrap = nil })
 	zeroLengthSGERead(t, "tcp")
+}
+
+// TestTCPUnconnectedQueuePairDropsItsStream: a dialer's stream to a queue pair
+// that never connects is parked, then closed at the connect deadline, so the
+// dialer's work fails instead of waiting for answers.
+func TestTCPUnconnectedQueuePairDropsItsStream(t *testing.T) {
+	defer func(d time.Duration) { tcpConnectTimeout = d }(tcpConnectTimeout)
+	tcpConnectTimeout = 200 * time.Millisecond
+	SetJobKey([]byte("parked"))
+	defer SetJobKey(nil)
+	c, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := c.CreateCQ(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := pd.CreateQP(verbs.QPAttr{SendCQ: cq, RecvCQ: cq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.listen()
+	if c.tcp.ln == nil {
+		t.Skip("no TCP listener on this machine")
+	}
+	conn, err := net.Dial("tcp", net.JoinHostPort(net.IP(c.tcp.ip[:]).String(), strconv.Itoa(int(c.tcp.port))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(hangGuard))
+	h := make([]byte, helloLen)
+	binary.LittleEndian.PutUint32(h[0:], helloMagic)
+	binary.LittleEndian.PutUint32(h[4:], q.Num())
+	binary.LittleEndian.PutUint64(h[8:], c.nonce)
+	binary.LittleEndian.PutUint32(h[16:], 3)
+	binary.LittleEndian.PutUint64(h[20:], 99)
+	binary.LittleEndian.PutUint16(h[28:], uint16(len("parked")))
+	if _, err := conn.Write(append(h, "parked"...)); err != nil {
+		t.Fatal(err)
+	}
+	var ans [1]byte
+	if _, err := io.ReadFull(conn, ans[:]); err != nil || ans[0] != helloOK {
+		t.Fatalf("hello to a queue pair in init: %d %v, want %d", ans[0], err, helloOK)
+	}
+	if _, err := conn.Read(ans[:]); err != io.EOF {
+		t.Fatalf("stream to a queue pair that never connects: read %v, want EOF (closed at the connect deadline)", err)
+	}
 }
