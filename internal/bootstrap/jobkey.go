@@ -2,7 +2,10 @@ package bootstrap
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"sync"
@@ -121,4 +124,29 @@ func keyOf(b Bootstrap) *keyShare {
 		return x.keys
 	}
 	return nil
+}
+
+// ProveKey returns the HMAC-SHA256 under key of label and parts, each preceded
+// by its length: two processes prove that they hold the same job key, without
+// sending it, by each answering the other's random challenge (Challenge) with a
+// proof under its own label.
+func ProveKey(key []byte, label string, parts ...[]byte) []byte {
+	m := hmac.New(sha256.New, key)
+	var n [4]byte
+	for _, p := range append([][]byte{[]byte(label)}, parts...) {
+		binary.LittleEndian.PutUint32(n[:], uint32(len(p)))
+		m.Write(n[:])
+		m.Write(p)
+	}
+	return m.Sum(nil)
+}
+
+// ChallengeLen is the length of a Challenge and of a ProveKey proof.
+const ChallengeLen = 32
+
+// Challenge draws a random challenge of ChallengeLen bytes.
+func Challenge() []byte {
+	b := make([]byte, ChallengeLen)
+	rand.Read(b)
+	return b
 }
