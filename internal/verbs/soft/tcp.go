@@ -1,7 +1,6 @@
 package soft
 
 import (
-	"crypto/subtle"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -1084,8 +1083,4 @@ func currentKey() ([]byte, bool) {
 		return *k, true
 	}
 	return bootstrap.JobKey()
-}
-
-func keysEqual(a, b []byte) bool {
-	return len(a) == len(b) && subtle.ConstantTimeCompare(a, b) == 1
 }

@@ -2,6 +2,7 @@ package soft
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -108,12 +109,29 @@ func (c *Context) acceptLoop(ln net.Listener) {
 	}
 }
 
+// The hello proves the job key both ways without sending it: the listener opens
+// with a random challenge; the dialer sends the hello header (whose length field
+// is the challenge length), its own challenge and an HMAC (bootstrap.ProveKey)
+// under the key of both challenges and the header; the listener checks it and
+// answers one byte, followed after helloOK by its own proof, which the dialer
+// checks before it sends anything else.
+const (
+	helloProofDialer   = "goportals soft hello: dialer"
+	helloProofListener = "goportals soft hello: listener"
+)
+
 // hello reads a dialer's greeting, checks the job key and the target queue pair,
 // and hands the connection over.
 func (c *Context) hello(conn net.Conn) {
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	mine := bootstrap.Challenge()
+	if _, err := conn.Write(mine); err != nil {
+		conn.Close()
+		return
+	}
 	var h [helloLen]byte
-	if _, err := io.ReadFull(conn, h[:]); err != nil || binary.LittleEndian.Uint32(h[0:]) != helloMagic {
+	if _, err := io.ReadFull(conn, h[:]); err != nil || binary.LittleEndian.Uint32(h[0:]) != helloMagic ||
+		binary.LittleEndian.Uint16(h[28:]) != bootstrap.ChallengeLen {
 		conn.Close()
 		return
 	}
@@ -121,17 +139,19 @@ func (c *Context) hello(conn net.Conn) {
 	dstNonce := binary.LittleEndian.Uint64(h[8:])
 	src := binary.LittleEndian.Uint32(h[16:])
 	srcNonce := binary.LittleEndian.Uint64(h[20:])
-	klen := binary.LittleEndian.Uint16(h[28:])
-	key := make([]byte, klen)
-	if _, err := io.ReadFull(conn, key); err != nil {
+	var cp [2 * bootstrap.ChallengeLen]byte
+	if _, err := io.ReadFull(conn, cp[:]); err != nil {
 		conn.Close()
 		return
 	}
-	if want, known := currentKey(); !known || !keysEqual(key, want) || (len(want) == 0 && !fromLoopback(conn)) {
+	theirs, proof := cp[:bootstrap.ChallengeLen], cp[bootstrap.ChallengeLen:]
+	want, known := currentKey()
+	if !known || !hmac.Equal(proof, bootstrap.ProveKey(want, helloProofDialer, mine, theirs, h[:])) || (len(want) == 0 && !fromLoopback(conn)) {
 		conn.Write([]byte{helloKey})
 		conn.Close()
 		return
 	}
+	okAnswer := append([]byte{helloOK}, bootstrap.ProveKey(want, helloProofListener, theirs, mine)...)
 	var q *qp
 	if dstNonce == c.nonce {
 		c.mu.Lock()
@@ -153,7 +173,7 @@ func (c *Context) hello(conn net.Conn) {
 	defer q.mu.Unlock()
 	switch {
 	case q.link != nil && q.link.conn == nil && !q.link.failed.Load() && q.link.peerQPN == src && q.link.peerNonce == srcNonce:
-		conn.Write([]byte{helloOK})
+		conn.Write(okAnswer)
 		q.link.start(conn)
 	case q.State() == verbs.QPInit:
 		c.tcp.mu.Lock()
@@ -167,7 +187,7 @@ func (c *Context) hello(conn net.Conn) {
 		}
 		c.tcp.early[dst] = earlyConn{conn: conn, qpn: src, nonce: srcNonce}
 		c.tcp.mu.Unlock()
-		conn.Write([]byte{helloOK})
+		conn.Write(okAnswer)
 		// A queue pair that never connects closes the stream: the dialer's work
 		// fails instead of waiting for answers that never come.
 		time.AfterFunc(tcpConnectTimeout, func() { c.dropEarly(dst, conn) })
@@ -285,18 +305,28 @@ func dialPeer(a address, qpn uint32, nonce uint64) (net.Conn, error) {
 	if err != nil {
 		return nil, verbs.Errorf("connect", verbs.ErrUnreachable, err)
 	}
-	h := make([]byte, helloLen, helloLen+len(key))
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	theirs := make([]byte, bootstrap.ChallengeLen)
+	if _, err := io.ReadFull(conn, theirs); err != nil {
+		conn.Close()
+		return nil, verbs.Errorf("connect", verbs.ErrUnreachable, err)
+	}
+	h := make([]byte, helloLen, helloLen+2*bootstrap.ChallengeLen)
 	binary.LittleEndian.PutUint32(h[0:], helloMagic)
 	binary.LittleEndian.PutUint32(h[4:], a.qpn)
 	binary.LittleEndian.PutUint64(h[8:], a.nonce)
 	binary.LittleEndian.PutUint32(h[16:], qpn)
 	binary.LittleEndian.PutUint64(h[20:], nonce)
-	binary.LittleEndian.PutUint16(h[28:], uint16(len(key)))
-	h = append(h, key...)
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
-	var ans [1]byte
+	binary.LittleEndian.PutUint16(h[28:], bootstrap.ChallengeLen)
+	mine := bootstrap.Challenge()
+	proof := bootstrap.ProveKey(key, helloProofDialer, theirs, mine, h)
+	h = append(append(h, mine...), proof...)
+	var ans [1 + bootstrap.ChallengeLen]byte
 	if _, err := conn.Write(h); err == nil {
-		_, err = io.ReadFull(conn, ans[:])
+		_, err = io.ReadFull(conn, ans[:1])
+		if err == nil && ans[0] == helloOK {
+			_, err = io.ReadFull(conn, ans[1:])
+		}
 		if err != nil {
 			conn.Close()
 			return nil, verbs.Errorf("connect", verbs.ErrUnreachable, err)
@@ -308,6 +338,10 @@ func dialPeer(a address, qpn uint32, nonce uint64) (net.Conn, error) {
 	conn.SetDeadline(time.Time{})
 	switch ans[0] {
 	case helloOK:
+		if !hmac.Equal(ans[1:], bootstrap.ProveKey(key, helloProofListener, mine, theirs)) {
+			conn.Close()
+			return nil, verbs.Errorf("connect", verbs.ErrUnreachable, errors.New("the peer did not prove the job key (another job's process, or an impostor)"))
+		}
 		return conn, nil
 	case helloKey:
 		conn.Close()

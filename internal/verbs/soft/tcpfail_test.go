@@ -2,11 +2,9 @@ package soft
 
 import (
 	"bytes"
-	"encoding/binary"
 	"io"
 	"net"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -230,27 +228,14 @@ func TestTCPUnconnectedQueuePairDropsItsStream(t *testing.T) {
 	if c.tcp.ln == nil {
 		t.Skip("no TCP listener on this machine")
 	}
-	conn, err := net.Dial("tcp", net.JoinHostPort(net.IP(c.tcp.ip[:]).String(), strconv.Itoa(int(c.tcp.port))))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, ans := helloFrom(t, c, nil, q.Num(), c.nonce, 3, 99, []byte("parked"))
 	defer conn.Close()
+	if ans != helloOK {
+		t.Fatalf("hello to a queue pair in init: %d, want %d", ans, helloOK)
+	}
 	conn.SetDeadline(time.Now().Add(hangGuard))
-	h := make([]byte, helloLen)
-	binary.LittleEndian.PutUint32(h[0:], helloMagic)
-	binary.LittleEndian.PutUint32(h[4:], q.Num())
-	binary.LittleEndian.PutUint64(h[8:], c.nonce)
-	binary.LittleEndian.PutUint32(h[16:], 3)
-	binary.LittleEndian.PutUint64(h[20:], 99)
-	binary.LittleEndian.PutUint16(h[28:], uint16(len("parked")))
-	if _, err := conn.Write(append(h, "parked"...)); err != nil {
-		t.Fatal(err)
-	}
-	var ans [1]byte
-	if _, err := io.ReadFull(conn, ans[:]); err != nil || ans[0] != helloOK {
-		t.Fatalf("hello to a queue pair in init: %d %v, want %d", ans[0], err, helloOK)
-	}
-	if _, err := conn.Read(ans[:]); err != io.EOF {
+	var b [1]byte
+	if _, err := conn.Read(b[:]); err != io.EOF {
 		t.Fatalf("stream to a queue pair that never connects: read %v, want EOF (closed at the connect deadline)", err)
 	}
 }

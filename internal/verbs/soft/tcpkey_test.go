@@ -1,12 +1,12 @@
 package soft
 
 import (
-	"encoding/binary"
+	"bytes"
 	"errors"
 	"io"
 	"net"
 	"os"
-	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,22 +62,10 @@ func TestTCPWithoutJobKeyIsNodeLocal(t *testing.T) {
 	// A hello from a non-loopback source address is another node's as far as
 	// the listener can tell.
 	if node := bootstrap.NodeAddr(); !node.IsLoopback() {
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: node}, Timeout: 5 * time.Second}
-		conn, err := d.Dial("tcp", net.JoinHostPort(net.IP(c.tcp.ip[:]).String(), strconv.Itoa(int(c.tcp.port))))
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := make([]byte, helloLen)
-		binary.LittleEndian.PutUint32(h[0:], helloMagic)
-		binary.LittleEndian.PutUint32(h[4:], q.Num())
-		binary.LittleEndian.PutUint64(h[8:], c.nonce)
-		conn.SetDeadline(time.Now().Add(10 * time.Second))
-		conn.Write(h)
-		var ans [1]byte
-		_, err = io.ReadFull(conn, ans[:])
+		conn, ans := helloFrom(t, c, &net.TCPAddr{IP: node}, q.Num(), c.nonce, 0, 0, nil)
 		conn.Close()
-		if err != nil || ans[0] != helloKey {
-			t.Fatalf("hello from %v without a key: answer %d (%v), want refusal %d", node, ans[0], err, helloKey)
+		if ans != helloKey {
+			t.Fatalf("hello from %v without a key: answer %d, want refusal %d", node, ans, helloKey)
 		}
 	}
 	a, ok := decodeAddress(q.Address())
@@ -89,5 +77,73 @@ func TestTCPWithoutJobKeyIsNodeLocal(t *testing.T) {
 	err = q.Connect(a.encode())
 	if !errors.Is(err, bootstrap.ErrNoJobKey) || !errors.Is(err, verbs.ErrUnreachable) {
 		t.Fatalf("connect to another node without a job key: %v, want ErrUnreachable and ErrNoJobKey", err)
+	}
+}
+
+// TestTCPHelloKeyNeverTravels: dialing a peer, a process proves its job key
+// without sending it, and gives up on a listener that accepts without proving
+// the key back.
+func TestTCPHelloKeyNeverTravels(t *testing.T) {
+	const key = "soft-hello-secret"
+	SetJobKey([]byte(key))
+	defer SetJobKey(nil)
+	c, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := c.CreateCQ(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := pd.CreateQP(verbs.QPAttr{SendCQ: cq, RecvCQ: cq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	seen := make(chan []byte, 1)
+	go func() { // an impostor that does not know the key but says yes
+		conn, err := ln.Accept()
+		if err != nil {
+			seen <- nil
+			return
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(time.Minute))
+		conn.Write(bootstrap.Challenge())
+		b := make([]byte, helloLen+2*bootstrap.ChallengeLen)
+		n, _ := io.ReadFull(conn, b)
+		conn.Write(append([]byte{helloOK}, make([]byte, bootstrap.ChallengeLen)...))
+		rest, _ := io.ReadAll(conn)
+		seen <- append(b[:n], rest...)
+	}()
+	a, ok := decodeAddress(q.Address())
+	if !ok {
+		t.Fatal("cannot decode the queue pair's own address")
+	}
+	copy(a.tcpIP[:], net.IPv4(127, 0, 0, 1).To16())
+	a.tcpPort = uint16(ln.Addr().(*net.TCPAddr).Port)
+	conn, err := dialPeer(a, q.Num(), c.nonce)
+	if err == nil {
+		conn.Close()
+		t.Fatal("dialing an impostor that cannot prove the key succeeded")
+	}
+	if !errors.Is(err, verbs.ErrUnreachable) || !strings.Contains(err.Error(), "prove") {
+		t.Fatalf("dialing an impostor: %v, want ErrUnreachable saying it did not prove the key", err)
+	}
+	wire := <-seen
+	if bytes.Contains(wire, []byte(key)) {
+		t.Fatalf("the job key travelled in clear: %q", wire)
+	}
+	if len(wire) != helloLen+2*bootstrap.ChallengeLen {
+		t.Fatalf("the dialer sent %d bytes, want only its hello (%d)", len(wire), helloLen+2*bootstrap.ChallengeLen)
 	}
 }
