@@ -223,7 +223,7 @@ func (p *Process) niInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 		if claim, err = claimPID(pid); err != nil {
 			switch {
 			case errors.Is(err, errPIDInUse):
-				return nil, false, opErr(name, PIDInUse, fmt.Errorf("pid %d", pid))
+				return nil, false, opErr(name, PIDInUse, fmt.Errorf("pid %d: %w", pid, err))
 			case errors.Is(err, errNoFreePID):
 				return nil, false, opErr(name, NoSpace, err)
 			}

@@ -1,7 +1,6 @@
 package soft
 
 import (
-	"crypto/subtle"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -195,6 +194,9 @@ func (l *tcpLink) start(conn net.Conn) {
 	rc, err := tc.SyscallConn()
 	if err == nil {
 		err = rc.Control(func(fd uintptr) { l.fd = int(fd) })
+	}
+	if err == nil {
+		err = setUserTimeout(l.fd)
 	}
 	if err != nil {
 		conn.Close()
@@ -685,7 +687,9 @@ func (l *tcpLink) beginSend() error {
 			st = verbs.StatusLocalProtectionError
 			break
 		}
-		rx.dst = append(rx.dst, b)
+		if n > 0 { // an empty element holds no bytes (nil would discard)
+			rx.dst = append(rx.dst, b)
+		}
 		rx.holds = append(rx.holds, h)
 		left -= n
 	}
@@ -891,7 +895,10 @@ func (l *tcpLink) postSend(wrs []verbs.SendWR) error {
 					ok = false
 					break
 				}
-				parts, holds = append(parts, b), append(holds, h)
+				holds = append(holds, h)
+				if len(b) > 0 { // an empty element holds no bytes (nil would discard)
+					parts = append(parts, b)
+				}
 			}
 		}
 		if !ok {
@@ -1076,8 +1083,4 @@ func currentKey() ([]byte, bool) {
 		return *k, true
 	}
 	return bootstrap.JobKey()
-}
-
-func keysEqual(a, b []byte) bool {
-	return len(a) == len(b) && subtle.ConstantTimeCompare(a, b) == 1
 }
