@@ -53,13 +53,16 @@ const CellSize = 64
 // Load returns the value held in the cell. The two words are read one after the other:
 // a concurrent update may show between them (as with PtlCTGet in hardware).
 func (c *Cell) Load() CTEvent {
-	return CTEvent{Success: c.success.Load(), Failure: c.failure.Load()}
+	v := CTEvent{Success: c.success.Load(), Failure: c.failure.Load()}
+	raceAcquire()
+	return v
 }
 
 // Add adds d to the cell's value without the counter's lock and reports whether the
 // counter must be told (Counter.Notice): it has waiters or pending triggers. A field
 // that would wrap saturates instead.
 func (c *Cell) Add(d CTEvent) (attention bool) {
+	raceRelease()
 	if d.Success != 0 {
 		addSaturated(&c.success, d.Success)
 	}
@@ -130,7 +133,9 @@ func (c *Counter) value() CTEvent { return c.cell.Load().Load() }
 // polling loop.
 func (c *Counter) Reached(test uint64) bool {
 	cell := c.cell.Load()
-	return cell.success.Load() >= test || cell.failure.Load() > 0
+	ok := cell.success.Load() >= test || cell.failure.Load() > 0
+	raceAcquire()
+	return ok
 }
 
 // Get returns the current value (PtlCTGet), or ErrFreed.
@@ -192,6 +197,7 @@ func (c *Counter) Set(v CTEvent) error {
 		return ErrFreed
 	}
 	cell := c.cell.Load()
+	raceRelease()
 	cell.success.Store(v.Success)
 	cell.failure.Store(v.Failure)
 	c.waiters.wakeAll()
@@ -218,6 +224,7 @@ func (c *Counter) Inc(d CTEvent) error {
 		return ErrFreed
 	}
 	cell := c.cell.Load()
+	raceRelease()
 	if !addChecked(&cell.success, d.Success) || !addChecked(&cell.failure, d.Failure) {
 		return ErrCounterOverflow
 	}
