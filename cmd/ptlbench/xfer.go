@@ -13,9 +13,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/goportals/goportals/internal/bootstrap"
@@ -209,14 +211,14 @@ func runRank(ctx context.Context, cfg config, x *xferTest) (err error) {
 		if x.prepare != nil {
 			x.prepare(b, size)
 		}
-		if err := b.barrier(ctx); err != nil {
+		if err := progressBarrier(ctx, b); err != nil {
 			return err
 		}
 		v, err := x.measure(ctx, b, size, warmup, iters)
 		if err != nil {
 			return fmt.Errorf("%s, %d bytes: %w", x.name, size, err)
 		}
-		if err := b.barrier(ctx); err != nil {
+		if err := progressBarrier(ctx, b); err != nil {
 			return err
 		}
 		if x.check != nil {
@@ -227,4 +229,34 @@ func runRank(ctx context.Context, cfg config, x *xferTest) (err error) {
 		out.row(size, v)
 	}
 	return out.end()
+}
+
+// progressBarrier is the bootstrap barrier around a measurement. With the NIs'
+// progress goroutines off (PTL_PROGRESS_GOROUTINE=0) a rank waiting there drives
+// nothing, yet its peer may still need it: rank 0 waits for the ACKs of its last
+// window of long puts, whose data rank 1's progress pulls. So the rank spins on
+// its counting event (CT.Get runs a round of progress) until the barrier returns.
+func progressBarrier(ctx context.Context, b *bench) error {
+	if envknob.Get(envknob.ProgressGoroutine) != "0" || b.recvCT == nil {
+		return b.barrier(ctx)
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			b.recvCT.Get()
+			runtime.Gosched()
+		}
+	}()
+	err := b.barrier(ctx)
+	close(done)
+	wg.Wait()
+	return err
 }
