@@ -98,6 +98,21 @@ func build() (*env, error) {
 		}
 		e.bin[name] = out
 	}
+	// Variants of ptl_ownpmi: its PMI client outside the global scope (a static
+	// PMI library, linked without -rdynamic: only PTL_CAPI_PMI=program tells),
+	// and an MPI (MPI_Init in the process, PMI_Init not exported, as MPICH's).
+	for name, extra := range map[string][]string{
+		"ptl_ownpmi_nordyn": nil,
+		"ptl_ownpmi_mpi":    {"-rdynamic", "-DOWN_MPI"},
+	} {
+		out := filepath.Join(dir, name)
+		args := []string{"-std=c11", "-O2", "-pthread", "-Wall", "-Wextra", "-Werror", filepath.Join("tests", "ptl_ownpmi.c"), "-o", out}
+		args = append(append(args, extra...), strings.Fields(string(flags))...)
+		if err := runCmd(exec.Command("gcc", args...)); err != nil {
+			return nil, fmt.Errorf("compiling %s: %w", name, err)
+		}
+		e.bin[name] = out
+	}
 	e.ptlrun = filepath.Join(dir, "ptlrun")
 	e.goLat = filepath.Join(dir, "putlat")
 	for out, pkg := range map[string]string{e.ptlrun: "../cmd/ptlrun", e.goLat: "./bench/putlat"} {
@@ -543,13 +558,22 @@ func TestCOwnPMIHydra(t *testing.T) {
 	e := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c := exec.CommandContext(ctx, hydra, "-n", "2", e.bin["ptl_ownpmi"])
-	c.Env = launcherFree(os.Environ())
-	out, err := c.CombinedOutput()
-	if err != nil {
-		t.Fatalf("mpiexec.hydra -n 2 ptl_ownpmi: %v\n%s", err, out)
+	for _, run := range []struct {
+		prog string
+		env  []string
+	}{
+		{"ptl_ownpmi", nil},
+		{"ptl_ownpmi_mpi", nil},
+		{"ptl_ownpmi_nordyn", []string{"PTL_CAPI_PMI=program"}},
+	} {
+		c := exec.CommandContext(ctx, hydra, "-n", "2", e.bin[run.prog])
+		c.Env = append(launcherFree(os.Environ()), run.env...)
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v mpiexec.hydra -n 2 %s: %v\n%s", run.env, run.prog, err, out)
+		}
+		checkSummaries(t, string(out), 2)
 	}
-	checkSummaries(t, string(out), 2)
 }
 
 // sosTests are the Sandia OpenSHMEM unit tests (of its tests-sos module) that

@@ -713,7 +713,7 @@ func (b *EBPF) checkPrivateAnon(start, end uintptr) error {
 		if err != nil {
 			return err
 		}
-		if v.shared || v.file {
+		if (v.shared || v.file) && !ownedCovers(max(a, start), min(v.end, end)) {
 			return &OpError{Op: "watch", Addr: start, Len: end - start, Err: ErrUnwatchable,
 				Cause: fmt.Errorf("[%#x,%#x) is a shared or file-backed mapping, which other processes can change unseen", v.start, v.end)}
 		}

@@ -53,13 +53,16 @@ const CellSize = 64
 // Load returns the value held in the cell. The two words are read one after the other:
 // a concurrent update may show between them (as with PtlCTGet in hardware).
 func (c *Cell) Load() CTEvent {
-	return CTEvent{Success: c.success.Load(), Failure: c.failure.Load()}
+	v := CTEvent{Success: c.success.Load(), Failure: c.failure.Load()}
+	raceAcquire()
+	return v
 }
 
 // Add adds d to the cell's value without the counter's lock and reports whether the
 // counter must be told (Counter.Notice): it has waiters or pending triggers. A field
 // that would wrap saturates instead.
 func (c *Cell) Add(d CTEvent) (attention bool) {
+	raceRelease()
 	if d.Success != 0 {
 		addSaturated(&c.success, d.Success)
 	}
@@ -69,16 +72,15 @@ func (c *Cell) Add(d CTEvent) (attention bool) {
 	return c.attention.Load() != 0
 }
 
+// addSaturated adds d to w, saturating at the largest uint64. One atomic add, not
+// a load and a compare-and-swap: a writer in another process takes the cache line
+// once instead of reading it first and then asking for it again. An add that wraps
+// is seen by the adder (the sum is below d) and turned into the saturated value;
+// an add that follows a wrap before that store wraps in turn, or lands on the
+// saturated value and wraps, and is turned back the same way.
 func addSaturated(w *atomic.Uint64, d uint64) {
-	for {
-		old := w.Load()
-		n := old + d
-		if n < old {
-			n = math.MaxUint64
-		}
-		if w.CompareAndSwap(old, n) {
-			return
-		}
+	if n := w.Add(d); n < d {
+		w.Store(math.MaxUint64)
 	}
 }
 
@@ -91,8 +93,9 @@ type Counter struct {
 	cell    atomic.Pointer[Cell] // where the value lives: own, or the caller's (NewCounterAt) until Free
 	own     Cell
 	freed   bool
-	firing  bool   // a goroutine is running this counter's ready triggers
-	seq     uint64 // registrations so far: the tie-break of equal thresholds
+	gone    atomic.Bool // freed, for Inc's lock-free path
+	firing  bool        // a goroutine is running this counter's ready triggers
+	seq     uint64      // registrations so far: the tie-break of equal thresholds
 	trig    trigHeap
 	waiters waiterSet
 }
@@ -130,7 +133,9 @@ func (c *Counter) value() CTEvent { return c.cell.Load().Load() }
 // polling loop.
 func (c *Counter) Reached(test uint64) bool {
 	cell := c.cell.Load()
-	return cell.success.Load() >= test || cell.failure.Load() > 0
+	ok := cell.success.Load() >= test || cell.failure.Load() > 0
+	raceAcquire()
+	return ok
 }
 
 // Get returns the current value (PtlCTGet), or ErrFreed.
@@ -192,6 +197,7 @@ func (c *Counter) Set(v CTEvent) error {
 		return ErrFreed
 	}
 	cell := c.cell.Load()
+	raceRelease()
 	cell.success.Store(v.Success)
 	cell.failure.Store(v.Failure)
 	c.waiters.wakeAll()
@@ -207,17 +213,28 @@ func (c *Counter) Inc(d CTEvent) error {
 	if d.Success != 0 && d.Failure != 0 {
 		return errIncBoth
 	}
+	// Without waiters or pending triggers (the attention word is clear) the add
+	// needs no lock: as an outside writer's Cell.Add, it adds first and then looks
+	// at the attention word, which a waiter or trigger sets under the lock before it
+	// checks the value; so either that check sees the add, or the add sees the word
+	// and takes the lock to wake and fire. Outside adds may race with this one: the
+	// compare-and-swap keeps both, and the overflow check applies to the value this
+	// add really changes.
+	if c.gone.Load() {
+		return ErrFreed
+	}
+	cell := c.cell.Load()
+	raceRelease()
+	if !addChecked(&cell.success, d.Success) || !addChecked(&cell.failure, d.Failure) {
+		return ErrCounterOverflow
+	}
+	if cell.attention.Load() == 0 {
+		return nil
+	}
 	c.mu.Lock()
 	if c.freed {
 		c.mu.Unlock()
-		return ErrFreed
-	}
-	// Outside adds (Cell.Add) may race with this one: the compare-and-swap keeps
-	// both, and the overflow check applies to the value this add really changes.
-	cell := c.cell.Load()
-	if !addChecked(&cell.success, d.Success) || !addChecked(&cell.failure, d.Failure) {
-		c.mu.Unlock()
-		return ErrCounterOverflow
+		return nil // freed meanwhile: nobody left to wake
 	}
 	c.waiters.wakeAll()
 	c.runTriggersLocked()
@@ -308,6 +325,7 @@ func (c *Counter) Free() error {
 		return ErrFreed
 	}
 	c.freed = true
+	c.gone.Store(true)
 	pending := c.trig.drain()
 	c.waiters.wakeAll()
 	if cell := c.cell.Load(); cell != &c.own {

@@ -51,6 +51,9 @@ func Alloc(n int) (*Allocation, error) {
 	}
 	a := &Allocation{mapping: m, b: m[:n:n], fd: fd, ino: ino}
 	allocs.add(a)
+	// Shared, but changed by nobody but Free, which invalidates first: the pin
+	// caches may keep registrations of it.
+	driverhooks.Own(uintptr(unsafe.Pointer(unsafe.SliceData(m))), uintptr(len(m)))
 	return a, nil
 }
 
@@ -81,6 +84,7 @@ func (a *Allocation) Free() error {
 	allocs.remove(a)
 	runFreeHooks(addr, uintptr(len(a.mapping)))
 	invalidate(addr, uintptr(len(a.mapping)))
+	driverhooks.Disown(addr)
 	if err := unmap(a.mapping, a.fd); err != nil {
 		return fmt.Errorf("md: free %d bytes at %#x: %w", len(a.mapping), addr, err)
 	}

@@ -10,6 +10,11 @@ import (
 // and ignore bits, and MinFree for a locally managed entry. As in MDSpec, Addr and
 // Length name a raw address range when Start and Iovecs are nil; offsets are then
 // relative to Addr and Event.Addr is the address of the data.
+//
+// OnUnlink, when not nil, is called once if the engine unlinks the entry itself
+// (use-once, min_free), whether or not an AUTO_UNLINK event is posted; it is not
+// called for Unlink. It runs under the engine's lock: it must return quickly and
+// must not call into the NI.
 type MESpec struct {
 	Start      []byte
 	Iovecs     [][]byte
@@ -22,17 +27,19 @@ type MESpec struct {
 	MatchBits  MatchBits
 	IgnoreBits MatchBits
 	MinFree    uint64
+	OnUnlink   func()
 }
 
 // LESpec describes a list entry (ptl_le_t), the entry of an NI without matching.
 type LESpec struct {
-	Start   []byte
-	Iovecs  [][]byte
-	Addr    uintptr // a raw range, as in MESpec
-	Length  uint64
-	CT      *CT
-	UID     UID
-	Options MEOptions
+	Start    []byte
+	Iovecs   [][]byte
+	Addr     uintptr // a raw range, as in MESpec
+	Length   uint64
+	CT       *CT
+	UID      UID
+	Options  MEOptions
+	OnUnlink func() // as in MESpec
 }
 
 // ME is an appended match or list entry (ptl_handle_me_t, ptl_handle_le_t).
@@ -47,11 +54,12 @@ type LE = ME
 
 func (s MESpec) core() nic.MESpec {
 	return nic.MESpec{Start: s.Start, Iovecs: s.Iovecs, Addr: s.Addr, Length: s.Length, CT: s.CT.core(), UID: s.UID, Options: s.Options,
-		MatchID: s.MatchID, MatchBits: s.MatchBits, IgnoreBits: s.IgnoreBits, MinFree: s.MinFree}
+		MatchID: s.MatchID, MatchBits: s.MatchBits, IgnoreBits: s.IgnoreBits, MinFree: s.MinFree, OnUnlink: s.OnUnlink}
 }
 
 func (s LESpec) core() nic.LESpec {
-	return nic.LESpec{Start: s.Start, Iovecs: s.Iovecs, Addr: s.Addr, Length: s.Length, CT: s.CT.core(), UID: s.UID, Options: s.Options}
+	return nic.LESpec{Start: s.Start, Iovecs: s.Iovecs, Addr: s.Addr, Length: s.Length, CT: s.CT.core(), UID: s.UID, Options: s.Options,
+		OnUnlink: s.OnUnlink}
 }
 
 // Append appends a match entry to list of a matching NI's entry (PtlMEAppend).

@@ -1,9 +1,12 @@
 package portals
 
 import (
+	"errors"
 	"sync"
 
+	"github.com/goportals/goportals/internal/bootstrap"
 	"github.com/goportals/goportals/internal/nic"
+	"github.com/goportals/goportals/ptlerr"
 )
 
 // Init initializes the library (PtlInit). Init may be called several times; each
@@ -12,8 +15,28 @@ import (
 func Init() error { return nic.Init() }
 
 // Fini ends one Init (PtlFini); the last one finalizes every network interface
-// still open.
+// still open, and leaves the job unless KeepJob was called.
 func Fini() { nic.Fini() }
+
+// KeepJob keeps the process's join of its job (the launcher connection the first
+// Init opens) past the last Fini, for the life of the process, so that a later
+// Init works in the same job again: a launcher admits one join per rank, and
+// programs made of parts that each call Init and Fini bring the count to zero
+// and back. Call LeaveJob before the process exits; the C ABI does so at exit.
+func KeepJob() { bootstrap.KeepShared() }
+
+// LeaveJob ends a join KeepJob kept: InUse while an Init has no Fini yet. After
+// it, an Init under a launcher fails.
+func LeaveJob() error {
+	err := bootstrap.CloseShared()
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, bootstrap.ErrSharedHeld):
+		return ptlerr.New("LeaveJob", InUse, err)
+	}
+	return ptlerr.New("LeaveJob", Fail, err)
+}
 
 // NI is a network interface (ptl_handle_ni_t): a portal table, the descriptors,
 // entries, event queues and counters bound to it, and the engine that moves its

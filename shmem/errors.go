@@ -3,6 +3,8 @@ package shmem
 import (
 	"errors"
 	"fmt"
+
+	"github.com/goportals/goportals/portals"
 )
 
 // Errors that calls return wrapped in an *OpError; match them with errors.Is.
@@ -24,8 +26,10 @@ var (
 	ErrNotHeld = errors.New("shmem: lock not held")
 	// ErrClosed: a call on a World after Close.
 	ErrClosed = errors.New("shmem: world closed")
-	// ErrNotSupported: a feature this implementation does not have.
-	ErrNotSupported = errors.New("shmem: not supported")
+	// ErrNotSupported: a feature this implementation does not have. It is the
+	// module's one such sentinel (portals.ErrNotSupported), so errors.Is matches
+	// it whichever layer refused.
+	ErrNotSupported = portals.ErrNotSupported
 )
 
 // OpError is the error of a shmem call: Op names the call (OpenSHMEM's name,

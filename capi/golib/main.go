@@ -5,12 +5,18 @@ package main
 #include <stdint.h>
 #include <portals4.h>
 #include <portals4_goportals.h>
+#ifndef GOPTL_RELEASE_FN
+#define GOPTL_RELEASE_FN
+typedef void (*goptl_release_fn)(uint32_t handle);
+#endif
 */
 import "C"
 
 import (
 	"unsafe"
 
+	"github.com/goportals/goportals/internal/bootstrap"
+	"github.com/goportals/goportals/internal/envknob"
 	"github.com/goportals/goportals/portals"
 	"github.com/goportals/goportals/portals/ptl"
 )
@@ -18,17 +24,36 @@ import (
 // main is never run: the package is a c-shared library.
 func main() {}
 
-// goptl_Init serves PtlInit. ownPMI is set when the program speaks PMI itself
-// (the shim found PMI_Init or PMI2_Init in the process): the library then
-// leaves the launcher's PMI connection to it (withoutPMI).
+// goptl_Init serves PtlInit. release is the shim's function that frees the
+// slot of an entry the engine unlinked itself (see entryGone). ownPMI is set
+// when the shim found a PMI client of the program's own (program_speaks_pmi);
+// PTL_CAPI_PMI may say otherwise (programOwnsPMI). When the program owns PMI,
+// the library leaves the launcher's PMI connection to it (bootstrap.LeavePMI)
+// and such programs give their logical NIs a map with PtlSetMap.
 //
 //export goptl_Init
-func goptl_Init(ownPMI C.int) (r C.int) {
+func goptl_Init(ownPMI C.int, release C.goptl_release_fn) (r C.int) {
 	defer guard("PtlInit", &r)
-	if ownPMI != 0 {
-		return rc(withoutPMI(ptl.Init))
+	setRelease(release)
+	// Programs (Open MPI's components) call PtlInit and PtlFini more than once,
+	// and a launcher admits one join per rank: the join stays for the life of
+	// the process, and goptl_Exit ends it.
+	bootstrap.KeepShared()
+	own, err := programOwnsPMI(ownPMI != 0, envknob.Lookup)
+	if err != nil {
+		return rc(err)
 	}
+	bootstrap.LeavePMI(own)
 	return rc(ptl.Init())
+}
+
+// goptl_Exit ends the process's join of its job at exit (the shim calls it from
+// an atexit handler) when no PtlInit is left open.
+//
+//export goptl_Exit
+func goptl_Exit() {
+	defer func() { _ = recover() }()
+	_ = bootstrap.CloseShared()
 }
 
 //export goptl_Fini
@@ -346,9 +371,32 @@ func leSpec(op string, le *C.ptl_le_t, ctSlot C.uint32_t) (portals.LESpec, C.int
 		Options: portals.MEOptions(le.options &^ C.PTL_IOVEC)}, C.PTL_OK
 }
 
+// appendEntry appends an entry with append (the engine call) in slot, under
+// handle: the entry is known under handle before the engine can unlink it, and
+// forgotten (its handle freed by the shim) when the engine does; an entry
+// unlinked during the append itself (it claimed an unexpected message) is
+// appended and gone at once, as in the reference.
+func appendEntry(op string, ni *portals.NI, slot, handle uint32, appendFn func(onUnlink func()) (*portals.ME, error)) C.int {
+	p := slotOf(slot, true)
+	if p == nil {
+		return fail(op, portals.NoSpace, "handle slot %d out of range", slot)
+	}
+	logical := ni.Logical()
+	placeholder := &entry{ni: ni, logical: logical, handle: handle}
+	p.Store(placeholder)
+	h, err := appendFn(func() { entryGone(slot, handle) })
+	if err != nil {
+		p.CompareAndSwap(placeholder, nil)
+		return rc(err)
+	}
+	// Fails when the engine already unlinked the entry: the handle is then freed.
+	p.CompareAndSwap(placeholder, &entry{obj: h, ni: ni, logical: logical, handle: handle})
+	return C.PTL_OK
+}
+
 //export goptl_MEAppend
 func goptl_MEAppend(niSlot C.uint32_t, idx C.ptl_pt_index_t, me *C.ptl_me_t, ctSlot C.uint32_t, list C.int,
-	userPtr C.uint64_t, slot C.uint32_t) (r C.int) {
+	userPtr C.uint64_t, slot, handle C.uint32_t) (r C.int) {
 	const op = "PtlMEAppend"
 	defer guard(op, &r)
 	ni, e, ok := lookup[*portals.NI](uint32(niSlot))
@@ -359,20 +407,15 @@ func goptl_MEAppend(niSlot C.uint32_t, idx C.ptl_pt_index_t, me *C.ptl_me_t, ctS
 	if code != C.PTL_OK {
 		return code
 	}
-	h, err := ptl.MEAppend(ni, portals.PTIndex(idx), s, portals.List(list), uint64(userPtr))
-	if err != nil {
-		return rc(err)
-	}
-	if !store(uint32(slot), h, ni) {
-		_ = h.Unlink()
-		return fail(op, portals.NoSpace, "handle slot %d out of range", uint32(slot))
-	}
-	return C.PTL_OK
+	return appendEntry(op, ni, uint32(slot), uint32(handle), func(onUnlink func()) (*portals.ME, error) {
+		s.OnUnlink = onUnlink
+		return ptl.MEAppend(ni, portals.PTIndex(idx), s, portals.List(list), uint64(userPtr))
+	})
 }
 
 //export goptl_LEAppend
 func goptl_LEAppend(niSlot C.uint32_t, idx C.ptl_pt_index_t, le *C.ptl_le_t, ctSlot C.uint32_t, list C.int,
-	userPtr C.uint64_t, slot C.uint32_t) (r C.int) {
+	userPtr C.uint64_t, slot, handle C.uint32_t) (r C.int) {
 	const op = "PtlLEAppend"
 	defer guard(op, &r)
 	ni, _, ok := lookup[*portals.NI](uint32(niSlot))
@@ -383,26 +426,25 @@ func goptl_LEAppend(niSlot C.uint32_t, idx C.ptl_pt_index_t, le *C.ptl_le_t, ctS
 	if code != C.PTL_OK {
 		return code
 	}
-	h, err := ptl.LEAppend(ni, portals.PTIndex(idx), s, portals.List(list), uint64(userPtr))
-	if err != nil {
-		return rc(err)
-	}
-	if !store(uint32(slot), h, ni) {
-		_ = h.Unlink()
-		return fail(op, portals.NoSpace, "handle slot %d out of range", uint32(slot))
-	}
-	return C.PTL_OK
+	return appendEntry(op, ni, uint32(slot), uint32(handle), func(onUnlink func()) (*portals.ME, error) {
+		s.OnUnlink = onUnlink
+		return ptl.LEAppend(ni, portals.PTIndex(idx), s, portals.List(list), uint64(userPtr))
+	})
 }
 
+// goptl_MEUnlink serves PtlMEUnlink and PtlLEUnlink of handle (in slot). An
+// entry the engine already unlinked is no longer known: PTL_ARG_INVALID, as
+// the reference answers for a handle whose entry was freed.
+//
 //export goptl_MEUnlink
-func goptl_MEUnlink(slot C.uint32_t, le C.int) (r C.int) {
+func goptl_MEUnlink(slot, handle C.uint32_t, le C.int) (r C.int) {
 	op := "PtlMEUnlink"
 	if le != 0 {
 		op = "PtlLEUnlink"
 	}
 	defer guard(op, &r)
-	h, _, ok := lookup[*portals.ME](uint32(slot))
-	if !ok {
+	h, e, ok := lookup[*portals.ME](uint32(slot))
+	if !ok || e.handle != uint32(handle) {
 		return badHandle(op, "entry")
 	}
 	var err error
@@ -414,7 +456,7 @@ func goptl_MEUnlink(slot C.uint32_t, le C.int) (r C.int) {
 	if err != nil {
 		return rc(err)
 	}
-	forget(uint32(slot))
+	forgetHandle(uint32(slot), uint32(handle))
 	return C.PTL_OK
 }
 

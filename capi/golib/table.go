@@ -21,6 +21,7 @@ type entry struct {
 	ni      *portals.NI // the NI the object belongs to
 	logical bool        // ni addresses processes by rank
 	refs    int         // for an NI: the NIInit calls not yet matched by NIFini (under tableMu)
+	handle  uint32      // for an ME or LE: the handle the shim hands out for it
 }
 
 type chunk [chunkSize]atomic.Pointer[entry]

@@ -17,9 +17,18 @@
 
 #define GOPTL_NO_SLOT ((uint32_t)0xffffffffu)
 
+/* The shim's function that frees the slot of a handle if the handle still
+ * names that slot's live object (the Go library calls it when the engine
+ * unlinks an entry itself). */
+#ifndef GOPTL_RELEASE_FN
+#define GOPTL_RELEASE_FN
+typedef void (*goptl_release_fn)(uint32_t handle);
+#endif
+
 #define GOPTL_FUNCS(X)                                                                         \
-    X(int, goptl_Init, (int ownPMI))                                                           \
+    X(int, goptl_Init, (int ownPMI, goptl_release_fn release))                                 \
     X(void, goptl_Fini, (int last))                                                            \
+    X(void, goptl_Exit, (void))                                                                \
     X(int, goptl_NIInit, (uint32_t slot, ptl_interface_t iface, unsigned int options,          \
                           ptl_pid_t pid, ptl_ni_limits_t *desired, ptl_ni_limits_t *actual,    \
                           uint32_t *got))                                                      \
@@ -39,10 +48,12 @@
                           uint32_t slot))                                                      \
     X(int, goptl_MDRelease, (uint32_t slot))                                                   \
     X(int, goptl_MEAppend, (uint32_t niSlot, ptl_pt_index_t idx, ptl_me_t *me,                 \
-                            uint32_t ctSlot, int list, uint64_t userPtr, uint32_t slot))       \
+                            uint32_t ctSlot, int list, uint64_t userPtr, uint32_t slot,        \
+                            uint32_t handle))                                                  \
     X(int, goptl_LEAppend, (uint32_t niSlot, ptl_pt_index_t idx, ptl_le_t *le,                 \
-                            uint32_t ctSlot, int list, uint64_t userPtr, uint32_t slot))       \
-    X(int, goptl_MEUnlink, (uint32_t slot, int le))                                            \
+                            uint32_t ctSlot, int list, uint64_t userPtr, uint32_t slot,        \
+                            uint32_t handle))                                                  \
+    X(int, goptl_MEUnlink, (uint32_t slot, uint32_t handle, int le))                           \
     X(int, goptl_MESearch, (uint32_t niSlot, ptl_pt_index_t idx, ptl_me_t *me,                 \
                             uint32_t ctSlot, int sop, uint64_t userPtr))                       \
     X(int, goptl_LESearch, (uint32_t niSlot, ptl_pt_index_t idx, ptl_le_t *le,                 \

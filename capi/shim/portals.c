@@ -4,8 +4,9 @@
  * This shim holds no Go code. At the first PtlInit it loads libgoportals.so
  * (the Go library, built with -buildmode=c-shared) with dlopen and looks up the
  * functions of goapi.h. It owns the handle namespace: a handle is
- * type << 29 | slot, and the slot table below records, for each live slot, its
- * type and its NI, so handle checks, PtlNIHandle and PtlHandleIsEqual are
+ * type << 29 | generation << 20 | slot (3, 9 and 20 bits), and the slot table
+ * below records, for each live slot, its type, its generation and its NI, so
+ * handle checks, PtlNIHandle and PtlHandleIsEqual are
  * answered here without entering Go. Counting events are read here too, in the
  * cell where the engine keeps each counter's value (see "Counter values"):
  * PtlCTGet of a changed value and satisfied PtlCTWait and PtlCTPoll calls stay
@@ -66,8 +67,13 @@ enum htype { T_EQ = 1, T_CT = 2, T_NI = 3, T_MD = 4, T_LE = 5, T_ME = 6 };
 static _Atomic(_Atomic uint64_t *) chunks[CHUNK_SIZE];
 
 static pthread_mutex_t slot_mu = PTHREAD_MUTEX_INITIALIZER;
-static uint32_t *free_slots; /* stack of released slots */
-static uint32_t n_free, cap_free;
+/* Released slots wait in a FIFO ring and a fresh slot is preferred while fewer
+ * than FREE_MIN wait: a slot comes back into use only after FREE_MIN others
+ * were released after it, so a stale handle names a live object again only
+ * after 512 (the generations) * FREE_MIN releases, not after 512. */
+#define FREE_MIN 65536u
+static uint32_t *free_slots; /* ring of released slots, oldest at free_head */
+static uint32_t free_head, n_free, cap_free;
 static uint32_t next_slot;
 
 static inline _Atomic uint64_t *cell(uint32_t slot)
@@ -92,9 +98,7 @@ static int64_t slot_alloc(void)
 {
     int64_t s = -1;
     pthread_mutex_lock(&slot_mu);
-    if (n_free > 0) {
-        s = free_slots[--n_free];
-    } else if (next_slot < MAX_SLOTS) {
+    if (n_free < FREE_MIN && next_slot < MAX_SLOTS) {
         uint32_t ci = next_slot >> CHUNK_BITS;
         if (atomic_load(&chunks[ci]) == NULL) {
             _Atomic uint64_t *c = calloc(CHUNK_SIZE, sizeof *c);
@@ -104,8 +108,32 @@ static int64_t slot_alloc(void)
         if (atomic_load(&chunks[ci]) != NULL)
             s = next_slot++;
     }
+    if (s < 0 && n_free > 0) {
+        s = free_slots[free_head];
+        free_head = (free_head + 1) % cap_free;
+        n_free--;
+    }
     pthread_mutex_unlock(&slot_mu);
     return s;
+}
+
+/* release_locked kills slot, bumps its generation and queues it as free.
+ * Called with slot_mu held. */
+static void release_locked(_Atomic uint64_t *c, uint32_t slot)
+{
+    atomic_store(c, (uint64_t)((word_gen(atomic_load(c)) + 1) & GEN_MASK) << 4);
+    if (n_free == cap_free) {
+        uint32_t ncap = cap_free ? cap_free * 2 : 256;
+        uint32_t *nf = malloc(ncap * sizeof *nf);
+        if (!nf) /* the slot is lost, not reused: safe */
+            return;
+        for (uint32_t i = 0; i < n_free; i++)
+            nf[i] = free_slots[(free_head + i) % cap_free];
+        free(free_slots);
+        free_slots = nf, cap_free = ncap, free_head = 0;
+    }
+    free_slots[(free_head + n_free) % cap_free] = slot;
+    n_free++;
 }
 
 /* slot_release kills slot, bumps its generation and makes it free again. */
@@ -115,17 +143,24 @@ static void slot_release(uint32_t slot)
     if (!c)
         return;
     pthread_mutex_lock(&slot_mu);
-    atomic_store(c, (uint64_t)((word_gen(atomic_load(c)) + 1) & GEN_MASK) << 4);
-    if (n_free == cap_free) {
-        uint32_t ncap = cap_free ? cap_free * 2 : 256;
-        uint32_t *nf = realloc(free_slots, ncap * sizeof *nf);
-        if (!nf) { /* the slot is lost, not reused: safe */
-            pthread_mutex_unlock(&slot_mu);
-            return;
-        }
-        free_slots = nf, cap_free = ncap;
-    }
-    free_slots[n_free++] = slot;
+    release_locked(c, slot);
+    pthread_mutex_unlock(&slot_mu);
+}
+
+/* handle_release releases the slot of handle h if h still names the live
+ * object of that slot, and does nothing otherwise: the Go library calls it
+ * when the engine unlinks an entry itself (use-once, min_free), which may race
+ * with an explicit unlink or a teardown sweep; a released, reused slot is left
+ * alone. */
+static void handle_release(uint32_t h)
+{
+    _Atomic uint64_t *c = cell(h & SLOT_MASK);
+    if (!c)
+        return;
+    pthread_mutex_lock(&slot_mu);
+    uint64_t w = atomic_load(c);
+    if ((w & 1) && ((w >> 1) & 7) == (h >> TYPE_SHIFT) && word_gen(w) == ((h >> GEN_SHIFT) & GEN_MASK))
+        release_locked(c, h & SLOT_MASK);
     pthread_mutex_unlock(&slot_mu);
 }
 
@@ -311,18 +346,35 @@ static int load_golib(void)
     } while (0)
 
 /* program_speaks_pmi reports whether the process contains a PMI client of its
- * own (PMI-1 or PMI-2: Sandia OpenSHMEM's pmi-simple, MPICH, a launcher's
- * libpmi). A PMI launcher gives each rank one connection, which that client
- * holds: the Go library must then not open it too (its requests and answers
- * would interleave with the program's), and such programs give their logical
- * NIs a map with PtlSetMap. */
+ * own: PMI-1 or PMI-2 entry points (Sandia OpenSHMEM's pmi-simple, a
+ * launcher's libpmi) or an MPI (MPICH's libmpich holds its PMI client without
+ * exporting PMI_Init). A PMI launcher gives each rank one connection, which
+ * that client holds: the Go library must then not open it too (its requests
+ * and answers would interleave with the program's), and such programs give
+ * their logical NIs a map with PtlSetMap. Only symbols in the global scope are
+ * seen: a client linked statically without -rdynamic is not, and
+ * PTL_CAPI_PMI=program (read in Go) says it then. */
 static int program_speaks_pmi(void)
 {
-    return dlsym(RTLD_DEFAULT, "PMI_Init") != NULL || dlsym(RTLD_DEFAULT, "PMI2_Init") != NULL;
+    static const char *const marks[] = {"PMI_Init", "PMI2_Init", "MPI_Init", "PMPI_Init"};
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
+        if (dlsym(RTLD_DEFAULT, marks[i]) != NULL)
+            return 1;
+    return 0;
+}
+
+/* at_exit ends the process's join of its job: the Go library keeps it across
+ * the last PtlFini, because a launcher admits one join per rank and programs
+ * call PtlInit again after PtlFini. */
+static void at_exit(void)
+{
+    if (go.goptl_Exit && atomic_load(&init_count) <= 0)
+        go.goptl_Exit();
 }
 
 EXPORT int PtlInit(void)
 {
+    static int exit_hooked;
     int rc;
     pthread_mutex_lock(&init_mu);
     if (!golib && !load_golib()) {
@@ -334,9 +386,12 @@ EXPORT int PtlInit(void)
         pthread_mutex_unlock(&init_mu);
         return PTL_FAIL;
     }
-    rc = GO(goptl_Init)(program_speaks_pmi());
-    if (rc == PTL_OK)
+    rc = GO(goptl_Init)(program_speaks_pmi(), handle_release);
+    if (rc == PTL_OK) {
         atomic_fetch_add(&init_count, 1);
+        if (!exit_hooked)
+            exit_hooked = atexit(at_exit) == 0;
+    }
     pthread_mutex_unlock(&init_mu);
     return rc;
 }
@@ -460,7 +515,7 @@ EXPORT int PtlPTAlloc(ptl_handle_ni_t ni_handle, unsigned int options, ptl_handl
         NEED(fn, #name);                                             \
         if (!resolve(ni_handle, T_NI, &s))                           \
             return PTL_ARG_INVALID;                                  \
-        return go.fn(s, pt_index);                                   \
+        return GO(fn)(s, pt_index);                                  \
     }
 PT_CALL(PtlPTFree, goptl_PTFree)
 PT_CALL(PtlPTDisable, goptl_PTDisable)
@@ -549,13 +604,16 @@ EXPORT int PtlMEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const
     if (slot < 0)
         return PTL_NO_SPACE;
     ptl_me_t copy = *me;
-    int rc = GO(goptl_MEAppend)(s, pt_index, &copy, c, ptl_list, (uint64_t)(uintptr_t)user_ptr, (uint32_t)slot);
+    /* Live before the append: the engine may unlink the entry (and the Go
+     * library free its handle) as soon as it is appended. */
+    slot_set((uint32_t)slot, T_ME, ni_handle);
+    ptl_handle_me_t h = mkhandle(T_ME, (uint32_t)slot);
+    int rc = GO(goptl_MEAppend)(s, pt_index, &copy, c, ptl_list, (uint64_t)(uintptr_t)user_ptr, (uint32_t)slot, h);
     if (rc != PTL_OK) {
-        slot_release((uint32_t)slot);
+        handle_release(h);
         return rc;
     }
-    slot_set((uint32_t)slot, T_ME, ni_handle);
-    *me_handle = mkhandle(T_ME, (uint32_t)slot);
+    *me_handle = h;
     return PTL_OK;
 }
 
@@ -571,13 +629,16 @@ EXPORT int PtlLEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const
     if (slot < 0)
         return PTL_NO_SPACE;
     ptl_le_t copy = *le;
-    int rc = GO(goptl_LEAppend)(s, pt_index, &copy, c, ptl_list, (uint64_t)(uintptr_t)user_ptr, (uint32_t)slot);
+    /* Live before the append: the engine may unlink the entry (and the Go
+     * library free its handle) as soon as it is appended. */
+    slot_set((uint32_t)slot, T_LE, ni_handle);
+    ptl_handle_le_t h = mkhandle(T_LE, (uint32_t)slot);
+    int rc = GO(goptl_LEAppend)(s, pt_index, &copy, c, ptl_list, (uint64_t)(uintptr_t)user_ptr, (uint32_t)slot, h);
     if (rc != PTL_OK) {
-        slot_release((uint32_t)slot);
+        handle_release(h);
         return rc;
     }
-    slot_set((uint32_t)slot, T_LE, ni_handle);
-    *le_handle = mkhandle(T_LE, (uint32_t)slot);
+    *le_handle = h;
     return PTL_OK;
 }
 
@@ -588,9 +649,9 @@ static int unlink_entry(ptl_handle_any_t h, enum htype t, const char *name)
     NEED(goptl_MEUnlink, name);
     if (!resolve(h, t, &s))
         return PTL_ARG_INVALID;
-    int rc = GO(goptl_MEUnlink)(s, t == T_LE);
+    int rc = GO(goptl_MEUnlink)(s, h, t == T_LE);
     if (rc == PTL_OK)
-        slot_release(s);
+        handle_release(h);
     return rc;
 }
 
@@ -1099,6 +1160,7 @@ EXPORT int PtlTriggeredMEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_ind
                                 ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold)
 {
     static _Atomic int said;
+    INIT_OR_RETURN();
     (void)ni_handle, (void)pt_index, (void)me_init, (void)ptl_list, (void)user_ptr, (void)me_handle_p;
     (void)trig_ct_handle, (void)threshold;
     return unsupported(&said, "PtlTriggeredMEAppend",
@@ -1109,6 +1171,7 @@ EXPORT int PtlTriggeredMEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_ind
 EXPORT int PtlTriggeredMEUnlink(ptl_handle_me_t me_handle, ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold)
 {
     static _Atomic int said;
+    INIT_OR_RETURN();
     (void)me_handle, (void)trig_ct_handle, (void)threshold;
     return unsupported(&said, "PtlTriggeredMEUnlink",
                        "not supported by goportals (an extension of the reference implementation, outside the "

@@ -395,6 +395,28 @@ func (r *compareRun) table(w io.Writer) error {
 			}
 		}
 	}
+	p.printf("# same-round ratios (goportals / contender), round by round\n")
+	for _, m := range []metric{latency, bandwidth} {
+		for _, size := range r.sizes {
+			for _, l := range r.loads {
+				ref := sampleKey{ours, size, m, l}
+				for _, c := range r.contenders {
+					if c.name == ours {
+						continue
+					}
+					q := r.s.roundRatios(ref, sampleKey{c.name, size, m, l})
+					if _, n := medianOf(q); n == 0 {
+						continue
+					}
+					line := fmt.Sprintf("#   %s %d %s %s:", m, size, l, c.name)
+					for _, x := range q {
+						line += " " + fmtRatio(x)
+					}
+					p.printf("%s\n", line)
+				}
+			}
+		}
+	}
 	if len(r.loads) > 1 {
 		p.printf("# busy host: latency busy/quiet per contender (median of same-round ratios), and goportals' degradation over the contender's\n")
 		for _, size := range r.sizes {

@@ -26,6 +26,7 @@ func peers() []*contender {
 		// The tcp provider's own endpoints are of type msg (rdm over tcp adds
 		// the rxm layer, and dgram is not offered).
 		fiPingpong("tcp", "msg"),
+		tcpStreamContender(),
 		ucxPerftest(),
 		cmaContender(),
 		memcpyContender(),

@@ -4,7 +4,16 @@
 //	ptlrun -np N [-timeout D] [-grace D] [-prefix] [-unix] prog [args...]
 //
 // Every rank inherits ptlrun's environment plus PTL_RANK, PTL_SIZE,
-// PTL_BOOTSTRAP_ADDR and PTL_JOB_KEY (see internal/bootstrap). With -prefix each
+// PTL_BOOTSTRAP_ADDR and PTL_JOB_KEY (see internal/bootstrap). PTL_JOB_KEY, drawn at
+// random per job and passed through the agents with -hosts too, is also what the
+// ranks present and check when they connect to each other between nodes: a process
+// of another job is refused.
+//
+//	ptlrun -agent ADDR -agent-key-file F
+//
+// runs this node's agent for ptlrun -hosts (no ssh): launcher and agent prove the
+// key of F to each other without sending it, and SIGINT or SIGTERM stops the agent
+// and the ranks it started. With -prefix each
 // output line is written as "[rank] line"; output is passed on whole lines at a time
 // so lines of different ranks never mix. Ranks get no standard input.
 //

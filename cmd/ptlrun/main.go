@@ -69,7 +69,18 @@ Options:
 		return exitUsage
 	}
 	if *agent != "" {
-		return runAgent(ctx, *agent, *keyFile, stdout, stderr)
+		// SIGINT or SIGTERM stops the agent (and, through its connections'
+		// teardown, the ranks it runs).
+		actx, stop := context.WithCancel(ctx)
+		defer stop()
+		go func() {
+			select {
+			case <-sigs:
+				stop()
+			case <-actx.Done():
+			}
+		}()
+		return runAgent(actx, *agent, *keyFile, stdout, stderr)
 	}
 	if *np < 1 {
 		fmt.Fprintln(stderr, "ptlrun: -np N with N ≥ 1 is required")

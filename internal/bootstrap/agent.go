@@ -3,8 +3,12 @@ package bootstrap
 import (
 	"bufio"
 	"context"
-	"crypto/subtle"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -21,14 +25,88 @@ import (
 // goes the other way. No ssh is involved: the agents are started once per node
 // (by hand, by the batch system, or in the tests inside network namespaces).
 //
-// The stream is JSON, one object a line. The launcher's first line is an
-// agentRequest carrying the agents' shared key; the agent refuses a request with
-// another key. When the launcher's connection ends, the agent kills the ranks it
-// started for it: no rank outlives its job.
+// The stream is JSON, one object a line. Both ends prove that they hold the
+// agents' shared key without sending it (a challenge and response): the agent
+// opens with a random challenge (agentMsg.Nonce); the launcher answers with its
+// own challenge and an HMAC-SHA256 under the key of both challenges (agentAuth);
+// the agent checks it, refuses another key ("wrong agent key"), and proves the
+// key in turn (agentMsg.Proof, an HMAC of both challenges in the other order and
+// under another label). Only then does the launcher send its agentRequest, whose
+// rank environments carry the job's own secret. An unauthenticated line is
+// bounded (maxAgentAuthLine), and so is the number of connections not yet
+// authenticated (maxAgentUnauth). When the launcher's connection ends, or the
+// agent is stopped, the agent kills the ranks it started for it: no rank outlives
+// its job.
+
+// Bounds on what the agent reads from a launcher.
+const (
+	// maxAgentAuthLine bounds a line from a connection that has not proved the key.
+	maxAgentAuthLine = 1 << 20
+	// maxAgentRequest bounds the request of an authenticated launcher.
+	maxAgentRequest = 256 << 20
+	// maxAgentUnauth bounds the connections that have not proved the key yet.
+	maxAgentUnauth = 16
+)
+
+// Labels of the two proofs, so that neither end's proof serves as the other's.
+const (
+	proofLauncher = "goportals ptlrun agent: launcher"
+	proofAgent    = "goportals ptlrun agent: agent"
+)
+
+// agentAuth is the launcher's first line: its challenge and its proof of the key.
+type agentAuth struct {
+	Nonce string `json:"nonce"`
+	Proof string `json:"proof"`
+}
+
+// newNonce draws a challenge: 32 random bytes in hex.
+func newNonce() string {
+	var b [32]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// prove returns the HMAC-SHA256, in hex, under key of label and the challenges.
+func prove(key, label, first, second string) string {
+	m := hmac.New(sha256.New, []byte(key))
+	m.Write([]byte(label))
+	m.Write([]byte{0})
+	m.Write([]byte(first))
+	m.Write([]byte{0})
+	m.Write([]byte(second))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// proofOK checks a proof in constant time.
+func proofOK(got, key, label, first, second string) bool {
+	return hmac.Equal([]byte(got), []byte(prove(key, label, first, second)))
+}
+
+// errLineTooLong: a line exceeds its bound.
+var errLineTooLong = errors.New("line too long")
+
+// readLine reads one line of at most max bytes (without its newline).
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := r.ReadSlice('\n')
+		if len(line)+len(frag) > max+1 {
+			return nil, errLineTooLong
+		}
+		line = append(line, frag...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return line[:len(line)-1], nil
+	}
+}
 
 // agentRequest is a launcher's request: the ranks to start here.
 type agentRequest struct {
-	Key   string      `json:"key"`
 	Argv  []string    `json:"argv"`
 	Dir   string      `json:"dir,omitempty"`
 	Ranks []agentRank `json:"ranks"`
@@ -52,6 +130,8 @@ type agentMsg struct {
 	Signal int    `json:"signal,omitempty"`
 	Err    string `json:"err,omitempty"`
 	Fatal  string `json:"fatal,omitempty"` // the request was refused
+	Nonce  string `json:"nonce,omitempty"` // the agent's challenge (its first message)
+	Proof  string `json:"proof,omitempty"` // the agent's proof of the key
 }
 
 // ServeAgent serves launchers on ln until ctx ends: each connection is one job's
@@ -66,6 +146,7 @@ func ServeAgent(ctx context.Context, ln net.Listener, key string) error {
 	}()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	unauth := make(chan struct{}, maxAgentUnauth)
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -77,7 +158,7 @@ func ServeAgent(ctx context.Context, ln net.Listener, key string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			serveAgentConn(c, key)
+			serveAgentConn(ctx, c, key, unauth)
 		}()
 	}
 }
@@ -133,22 +214,59 @@ func (l *agentLines) flush() {
 	}
 }
 
-func serveAgentConn(c net.Conn, key string) {
+// authenticate runs the agent's side of the challenge and response; it reports
+// whether the launcher proved the key (and this agent proved it back).
+func authenticate(c net.Conn, r *bufio.Reader, w *agentWriter, key string, unauth chan struct{}) bool {
+	select {
+	case unauth <- struct{}{}:
+		defer func() { <-unauth }()
+	default:
+		w.send(agentMsg{Fatal: "too many unauthenticated connections"})
+		return false
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	defer c.SetDeadline(time.Time{})
+	nonce := newNonce()
+	w.send(agentMsg{Nonce: nonce})
+	line, err := readLine(r, maxAgentAuthLine)
+	if errors.Is(err, errLineTooLong) {
+		w.send(agentMsg{Fatal: fmt.Sprintf("line too long (more than %d bytes before authentication)", maxAgentAuthLine)})
+		return false
+	}
+	if err != nil {
+		return false
+	}
+	var a agentAuth
+	if err := json.Unmarshal(line, &a); err != nil || a.Nonce == "" {
+		w.send(agentMsg{Fatal: "malformed authentication"})
+		return false
+	}
+	if !proofOK(a.Proof, key, proofLauncher, nonce, a.Nonce) {
+		w.send(agentMsg{Fatal: "wrong agent key"})
+		return false
+	}
+	w.send(agentMsg{Proof: prove(key, proofAgent, a.Nonce, nonce)})
+	return w.err == nil
+}
+
+func serveAgentConn(ctx context.Context, c net.Conn, key string, unauth chan struct{}) {
 	defer c.Close()
 	r := bufio.NewReader(c)
 	w := &agentWriter{enc: json.NewEncoder(c)}
+	if !authenticate(c, r, w, key, unauth) {
+		return
+	}
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	line, err := r.ReadBytes('\n')
+	line, err := readLine(r, maxAgentRequest)
 	if err != nil {
+		if errors.Is(err, errLineTooLong) {
+			w.send(agentMsg{Fatal: fmt.Sprintf("request too long (more than %d bytes)", maxAgentRequest)})
+		}
 		return
 	}
 	var req agentRequest
 	if err := json.Unmarshal(line, &req); err != nil {
 		w.send(agentMsg{Fatal: "malformed request: " + err.Error()})
-		return
-	}
-	if subtle.ConstantTimeCompare([]byte(req.Key), []byte(key)) != 1 {
-		w.send(agentMsg{Fatal: "wrong agent key"})
 		return
 	}
 	if len(req.Argv) == 0 || len(req.Ranks) == 0 {
@@ -230,6 +348,16 @@ func serveAgentConn(c net.Conn, key string) {
 	}()
 	select {
 	case <-done:
+	case <-ctx.Done():
+		c.Close() // the agent is stopping: its ranks go too
+		<-gone
+		signalAll(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(grace):
+			signalAll(syscall.SIGKILL)
+			<-done
+		}
 	case <-gone:
 		signalAll(syscall.SIGTERM)
 		select {
@@ -245,6 +373,7 @@ func serveAgentConn(c net.Conn, key string) {
 type agentConn struct {
 	addr string
 	conn net.Conn
+	r    *bufio.Reader
 	mu   sync.Mutex
 	enc  *json.Encoder
 }
@@ -287,13 +416,19 @@ func (j *job) startRemote() {
 			j.remoteStartFailed(byHost[h:], fmt.Errorf("agent %s: %w", addr, err))
 			return
 		}
-		a := &agentConn{addr: addr, conn: conn, enc: json.NewEncoder(conn)}
+		a := &agentConn{addr: addr, conn: conn, r: bufio.NewReader(conn), enc: json.NewEncoder(conn)}
+		if err := a.authenticate(j.cfg.AgentKey); err != nil {
+			conn.Close()
+			j.remoteStartFailed(byHost[h:], fmt.Errorf("agent %s: %w", addr, err))
+			return
+		}
 		j.agents = append(j.agents, a)
-		req := agentRequest{Key: j.cfg.AgentKey, Argv: j.cfg.Argv, Dir: dir, Ranks: byHost[h], Grace: j.cfg.Grace.String()}
+		req := agentRequest{Argv: j.cfg.Argv, Dir: dir, Ranks: byHost[h], Grace: j.cfg.Grace.String()}
 		a.mu.Lock()
 		err = a.enc.Encode(req)
 		a.mu.Unlock()
 		if err != nil {
+			conn.Close()
 			j.remoteStartFailed(byHost[h:], fmt.Errorf("agent %s: %w", addr, err))
 			return
 		}
@@ -306,6 +441,53 @@ func (j *job) startRemote() {
 		}
 		go j.relay(a, pending)
 	}
+}
+
+// authenticate runs the launcher's side of the challenge and response: it proves
+// key to the agent and checks the agent's proof, before anything of the job goes.
+func (a *agentConn) authenticate(key string) error {
+	a.conn.SetDeadline(time.Now().Add(10 * time.Second))
+	defer a.conn.SetDeadline(time.Time{})
+	read := func() (agentMsg, error) {
+		var m agentMsg
+		line, err := readLine(a.r, maxAgentAuthLine)
+		if err != nil {
+			return m, err
+		}
+		if err := json.Unmarshal(line, &m); err != nil {
+			return m, fmt.Errorf("malformed message: %w", err)
+		}
+		if m.Fatal != "" {
+			return m, fmt.Errorf("refused the job: %s", m.Fatal)
+		}
+		return m, nil
+	}
+	m, err := read()
+	if err != nil {
+		return err
+	}
+	if m.Nonce == "" {
+		return errors.New("no challenge (not a ptlrun agent of this version?)")
+	}
+	return a.finishAuth(key, m.Nonce, newNonce(), read)
+}
+
+// finishAuth sends the launcher's proof and checks the agent's.
+func (a *agentConn) finishAuth(key, theirs, mine string, read func() (agentMsg, error)) error {
+	a.mu.Lock()
+	err := a.enc.Encode(agentAuth{Nonce: mine, Proof: prove(key, proofLauncher, theirs, mine)})
+	a.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	m, err := read()
+	if err != nil {
+		return err
+	}
+	if !proofOK(m.Proof, key, proofAgent, mine, theirs) {
+		return errors.New("the agent did not prove the agents' key (an impostor, or another key)")
+	}
+	return nil
 }
 
 // remoteStartFailed fails the job for ranks that could not be handed to an agent.
@@ -335,9 +517,8 @@ func (j *job) relay(a *agentConn, pending map[int]bool) {
 		outs[rank] = lw
 		return lw
 	}
-	r := bufio.NewReader(a.conn)
 	for len(pending) > 0 {
-		line, err := r.ReadBytes('\n')
+		line, err := a.r.ReadBytes('\n')
 		if err != nil {
 			for rank := range pending {
 				j.exits <- rankExit{rank: rank, err: fmt.Errorf("agent %s: connection lost: %w", a.addr, err)}
@@ -381,27 +562,4 @@ func (j *job) relay(a *agentConn, pending map[int]bool) {
 		}
 	}
 	a.conn.Close()
-}
-
-// NodeAddr is this node's address as peers on other nodes see it: the first IPv4
-// address of an interface that is up and not loopback (127.0.0.1 when none).
-func NodeAddr() net.IP {
-	ifs, err := net.Interfaces()
-	if err == nil {
-		for _, fi := range ifs {
-			if fi.Flags&net.FlagUp == 0 || fi.Flags&net.FlagLoopback != 0 {
-				continue
-			}
-			addrs, err := fi.Addrs()
-			if err != nil {
-				continue
-			}
-			for _, a := range addrs {
-				if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
-					return n.IP.To4()
-				}
-			}
-		}
-	}
-	return net.IPv4(127, 0, 0, 1).To4()
 }

@@ -9,7 +9,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if mode := os.Getenv(helperEnv); mode != "" {
+	if mode := os.Getenv(helperEnv); mode == "rejoin" {
+		os.Exit(runRejoin())
+	} else if mode != "" {
 		os.Exit(runHelper(mode))
 	}
 	goleak.VerifyTestMain(m)

@@ -34,6 +34,19 @@
 //     and reserved port of the Slurm step);
 //   - otherwise a lone process (Lone), rank 0 of 1 with an in-memory store.
 //
+// # The job key
+//
+// JobKey gives the secret of the job the process joined through Open, which the
+// fabric proves and checks (ProveKey, an HMAC over both sides' challenges: the key
+// never travels) when processes connect between nodes: ptlrun's PTL_JOB_KEY, or
+// under PMI and a rendezvous without it a key that rank 0 draws at Open and the
+// job's first Fence publishes (unknown until then). A process that joined no job
+// takes PTL_JOB_KEY from its environment; without one it stays on its node
+// (ErrNoJobKey).
+//
+// NodeAddr (and ResolveNodeAddr) give the address that names this node to the
+// others, following PTL_NODE_ADDR or PTL_IFACE.
+//
 // A launcher that misbehaves (closes the connection, answers out of step, sends
 // malformed or oversized replies) gives typed errors, never a panic.
 //

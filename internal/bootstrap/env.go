@@ -12,8 +12,12 @@ import (
 
 // lookupEnv is how Open reads the environment: the launcher's PTL_ variables
 // through envknob, where every goportals variable is registered, and other
-// launchers' variables (PMI_*, OMPI_*, SLURM_*) directly.
+// launchers' variables (PMI_*, OMPI_*, SLURM_*) directly, except the PMI
+// connection LeavePMI leaves to the program.
 func lookupEnv(name string) (string, bool) {
+	if pmiLeft(name) {
+		return "", false
+	}
 	if strings.HasPrefix(name, "PTL_") {
 		return envknob.Lookup(envknob.Name(name))
 	}

@@ -2,11 +2,16 @@ package bootstrap
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"sync"
 	"sync/atomic"
+
+	"github.com/goportals/goportals/internal/envknob"
 )
 
 // The job key. The processes of one job share a secret that the fabric checks
@@ -80,14 +85,28 @@ func (k *keyShare) get() ([]byte, bool) {
 // processKey is the job key of the bootstrap Open returned last.
 var processKey atomic.Pointer[keyShare]
 
+// ErrNoJobKey says that a connection between nodes was refused, or not tried,
+// because this process has no job key. A process that joined no job through this
+// package (a lone process, or a C program that runs its own PMI, as SHMEM
+// libraries do) reaches only processes of its own node unless PTL_JOB_KEY holds
+// the same secret in every process of the job (export it to every rank, e.g.
+// mpiexec -genv PTL_JOB_KEY <secret>, or srun --export=ALL,PTL_JOB_KEY=<secret>).
+var ErrNoJobKey = errors.New("no job key: connections between nodes need the same " + EnvJobKey +
+	" in every process of the job (a program with its own PMI exports it to every rank, e.g. mpiexec -genv " + EnvJobKey + " <secret>)")
+
 // JobKey returns the secret of the job this process joined through Open (or
-// Shared) and whether it is known: a lone process, or one that never opened its
-// bootstrap, has none (nil, true); under a launcher that hands out no secret the
-// key is known from the job's first Fence on (before it: nil, false, and a
-// connection can be neither offered nor accepted).
+// Shared) and whether it is known. A process that joined no job takes
+// PTL_JOB_KEY from its environment; without it the process has none (nil,
+// true): it then neither offers nor accepts connections between nodes
+// (ErrNoJobKey). Under a launcher that hands out no secret the key is known
+// from the job's first Fence on (before it: nil, false, and a connection can be
+// neither offered nor accepted).
 func JobKey() ([]byte, bool) {
 	k := processKey.Load()
 	if k == nil {
+		if v := envknob.Get(envknob.JobKey); v != "" {
+			return []byte(v), true
+		}
 		return nil, true
 	}
 	key, known := k.get()
@@ -105,4 +124,29 @@ func keyOf(b Bootstrap) *keyShare {
 		return x.keys
 	}
 	return nil
+}
+
+// ProveKey returns the HMAC-SHA256 under key of label and parts, each preceded
+// by its length: two processes prove that they hold the same job key, without
+// sending it, by each answering the other's random challenge (Challenge) with a
+// proof under its own label.
+func ProveKey(key []byte, label string, parts ...[]byte) []byte {
+	m := hmac.New(sha256.New, key)
+	var n [4]byte
+	for _, p := range append([][]byte{[]byte(label)}, parts...) {
+		binary.LittleEndian.PutUint32(n[:], uint32(len(p)))
+		m.Write(n[:])
+		m.Write(p)
+	}
+	return m.Sum(nil)
+}
+
+// ChallengeLen is the length of a Challenge and of a ProveKey proof.
+const ChallengeLen = 32
+
+// Challenge draws a random challenge of ChallengeLen bytes.
+func Challenge() []byte {
+	b := make([]byte, ChallengeLen)
+	rand.Read(b)
+	return b
 }

@@ -129,10 +129,14 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		}
 	case "tcp-public":
 		// Ranks on other nodes: every interface, advertised at this node's address.
+		var node net.IP
+		if node, err = ResolveNodeAddr(); err != nil {
+			return nil, err
+		}
 		s.ln, err = net.Listen("tcp", ":0")
 		if err == nil {
 			port := s.ln.Addr().(*net.TCPAddr).Port
-			s.addr = "tcp:" + net.JoinHostPort(NodeAddr().String(), strconv.Itoa(port))
+			s.addr = "tcp:" + net.JoinHostPort(node.String(), strconv.Itoa(port))
 		}
 	case "unix":
 		s.sockDir, err = os.MkdirTemp("", "ptlrun-")

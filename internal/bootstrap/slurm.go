@@ -104,9 +104,7 @@ func slurmRendezvous(lookup func(string) (string, bool)) (rendezvous, error) {
 			return rv, errDetail(ErrBadEnv, "SLURM_STEP_RESV_PORTS=%q does not start with a port", ports)
 		}
 	} else {
-		h := fnv.New32a()
-		h.Write([]byte(id))
-		port = 20000 + int(h.Sum32()%20000)
+		port = slurmPort(id)
 	}
 	rv.network = "tcp"
 	rv.listen = net.JoinHostPort(host, strconv.Itoa(port))
@@ -325,4 +323,22 @@ func (r *Rendezvous) Abort(code int, msg string) error {
 	err := r.Client.Abort(code, msg)
 	r.stopServer()
 	return err
+}
+
+// Without reserved ports (SLURM_STEP_RESV_PORTS) a Slurm step's rank 0 listens
+// at a port drawn from the step's id in [slurmPortBase, slurmPortBase+slurmPortSpan):
+// 10000-16383, below the engine's rendezvous ports (16384-32767) and below
+// Linux's default range of ports for outgoing connections (32768-60999), where
+// any connection of any process could hold it.
+const (
+	slurmPortBase = 10000
+	slurmPortSpan = 6384
+)
+
+// slurmPort is the rendezvous port of the Slurm step id: every rank computes the
+// same from the environment.
+func slurmPort(id string) int {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return slurmPortBase + int(h.Sum32()%slurmPortSpan)
 }

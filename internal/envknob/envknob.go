@@ -26,6 +26,8 @@ const (
 	ProgressGoroutine Name = "PTL_PROGRESS_GOROUTINE"
 	// CAPIDebug prints every error the C ABI returns (capi/golib).
 	CAPIDebug Name = "PTL_CAPI_DEBUG"
+	// CAPIPMI says who speaks to a PMI launcher in a C program (capi/golib).
+	CAPIPMI Name = "PTL_CAPI_PMI"
 	// GoLib names the Go library the C ABI's shim loads (capi/shim, read in C).
 	GoLib Name = "PTL_GOLIB"
 	// Notifier selects the pin cache's notifier backend (driverhooks).
@@ -44,13 +46,20 @@ const (
 	Size Name = "PTL_SIZE"
 	// BootstrapAddr is the address of ptlrun's bootstrap server (internal/bootstrap).
 	BootstrapAddr Name = "PTL_BOOTSTRAP_ADDR"
-	// JobKey is the job's secret, set by ptlrun (internal/bootstrap).
+	// JobKey is the job's secret, set by ptlrun or exported to every rank by the
+	// user of another launcher (internal/bootstrap).
 	JobKey Name = "PTL_JOB_KEY"
 	// PMIVersion forces the PMI version spoken over PMI_FD (internal/bootstrap).
 	PMIVersion Name = "PTL_PMI_VERSION"
 	// Rendezvous is where the ranks of a Slurm or Open MPI job started without
 	// PMI meet (internal/bootstrap).
 	Rendezvous Name = "PTL_RENDEZVOUS"
+	// NodeAddr is the IPv4 address that names this node to other nodes
+	// (internal/bootstrap).
+	NodeAddr Name = "PTL_NODE_ADDR"
+	// Iface names the network interface whose address names this node
+	// (internal/bootstrap).
+	Iface Name = "PTL_IFACE"
 	// Conformance says whether the conformance corpus test runs (cmd/ptltest's tests).
 	Conformance Name = "PTL_CONFORMANCE"
 	// CrossThreadSeconds sets how long the pin cache's cross-thread race test runs
@@ -88,6 +97,8 @@ var knobs = []Knob{
 		Doc: "0: no progress goroutine per NI; progress happens only inside the calls that wait or poll, which then never sleep (hosts that poll, measurements)"},
 	{Name: CAPIDebug, Default: "0", Values: "0, 1", ReadBy: "capi/golib",
 		Doc: "1: the C ABI prints every error it returns to C on standard error, with its cause"},
+	{Name: CAPIPMI, Default: "auto", Values: "auto, program, library", ReadBy: "capi/golib",
+		Doc: "who uses a PMI launcher's one connection per rank (PMI_FD or PMI_PORT: hydra, Slurm's PMI-2) in a C program; program: the program's own PMI client (an MPI, Sandia OpenSHMEM), PtlInit stays off it and the program maps logical NIs with PtlSetMap; library: PtlInit joins the job through it; auto: program when the process holds PMI_Init, PMI2_Init, MPI_Init or PMPI_Init in its global symbol scope, else library"},
 	{Name: GoLib, Default: "libgoportals.so beside libportals.so.4", Values: "a file path", ReadBy: "capi/shim (C)",
 		Doc: "the Go library libportals.so.4 loads at the first PtlInit"},
 	{Name: Notifier, Default: "auto", Values: "auto, ebpf, seccomp, uffd, explicit", ReadBy: "driverhooks",
@@ -106,8 +117,12 @@ var knobs = []Knob{
 		Doc: "the number of ranks in the job"},
 	{Name: BootstrapAddr, Default: "set by ptlrun", Values: "tcp:HOST:PORT or unix:PATH", ReadBy: "internal/bootstrap",
 		Doc: "the launcher's bootstrap server; when set, the other three ptlrun variables must be too"},
-	{Name: JobKey, Default: "set by ptlrun", Values: "64 hex digits", ReadBy: "internal/bootstrap",
-		Doc: "the job's secret, which authenticates a rank to the launcher"},
+	{Name: JobKey, Default: "set by ptlrun", Values: "a secret (ptlrun: 64 hex digits)", ReadBy: "internal/bootstrap",
+		Doc: "the job's secret, which authenticates a rank to the launcher and to its peers on other nodes; a program with its own PMI exports the same value to every rank (without it a process reaches its own node only)"},
+	{Name: NodeAddr, Default: "chosen from the interfaces (see PTL_IFACE)", Values: "an IPv4 address of this node", ReadBy: "internal/bootstrap",
+		Doc: "the address that names this node to the others (its nid; where its TCP listeners and the ptlrun -hosts server listen); set it, or PTL_IFACE, on a multi-homed node"},
+	{Name: Iface, Default: "the first interface up, not loopback, with an IPv4 address that is not link-local, container bridges (docker*, br-*, virbr*) last", Values: "an interface name (e.g. eth0, ib0)", ReadBy: "internal/bootstrap",
+		Doc: "the interface whose first IPv4 address names this node; not together with PTL_NODE_ADDR"},
 	{Name: PMIVersion, Default: "2 when the launcher set PMI_JOBID (Slurm), else 1", Values: "1, 2", ReadBy: "internal/bootstrap",
 		Doc: "the PMI version spoken over PMI_FD (MPICH hydra speaks both, Slurm's srun --mpi=pmi2 only 2); PMI_PORT always means 1"},
 	{Name: Rendezvous, Default: "one node: a local socket named after the job; Slurm on several nodes: the step's first node and reserved port", Values: "tcp:HOST:PORT (HOST: rank 0's node)", ReadBy: "internal/bootstrap",

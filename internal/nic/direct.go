@@ -3,6 +3,7 @@ package nic
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/goportals/goportals/eq"
@@ -20,21 +21,25 @@ import (
 //   - Every NI keeps a direct table: a memfd, mapped shared, that the node's peers
 //     map. It holds one window per portal index (the entry that takes every message
 //     there, when direct access can stand in for the target: its memfd, offset and
-//     length, permissions, counting event and byte counting, a generation and an
-//     in-flight count), one "seen" count per initiator (the requests of that
-//     initiator the target has handled) and a futex word that asks the target to
-//     notice counters changed from outside.
+//     length, permissions, counting event and byte counting, a generation), one
+//     slot per initiator (the "seen" count of its requests the target has handled,
+//     and its in-flight word: its OS pid and how many of its operations are inside
+//     a window) and a futex word that asks the target to notice counters changed
+//     from outside.
 //   - Peers learn each other's table in the connection handshake (the OS pid, the
 //     memfd's descriptor and inode) and open it by /proc/<pid>/fd/<n>, the way the
 //     soft provider opens its rings: the same ptrace rules as process_vm_writev.
-//   - An initiator acts on a window in a Dekker pair with the target: it adds one to
-//     the window's in-flight count, re-reads the generation, acts only if it is the
-//     one it validated, and subtracts one. The target revokes a window (unlink, PT
+//   - An initiator acts on a window in a Dekker pair with the target: it raises its
+//     in-flight word, re-reads the generation, acts only if it is the one it
+//     validated, and lowers the word. The target revokes a window (unlink, PT
 //     disable, counter free, NI fini, md Free, any change of the entry that takes the
-//     messages) by making the generation odd and waiting until the in-flight count is
-//     zero; sequentially consistent atomics on both sides mean that either the
-//     initiator sees the new generation or the target sees it in flight and waits.
-//     Once the revoking call returns, no peer writes through the old window.
+//     messages) by making the generation odd and waiting until every initiator's
+//     word is down, or its process is gone; sequentially consistent atomics on both
+//     sides mean that either the initiator sees the new generation or the target sees
+//     it in flight and waits. Once the revoking call returns, no peer writes through
+//     the old window.
+//   - An initiator stops acting on the table of a process that exited (the notice
+//     loop watches it by pidfd): the engine's path then reports the dead peer.
 //   - Write-after-write order: an initiator goes direct to a target only when every
 //     request it sent that target through the engine has been handled there (the
 //     target's seen count for it equals the requests it sent, and none of its tracked
@@ -42,27 +47,30 @@ import (
 
 // Window layout in the direct table (bytes; all words are accessed atomically).
 const (
-	dtMagic       = 0x54524450 // "PDRT"
-	dtHeader      = 64         // magic u32, version u32, windows u32, seen slots u32, notify u32 @16
-	dtNotify      = 16
-	dtWinSize     = 128
-	dtSeenSlots   = 512
-	dtSeenSize    = 16 // key u64 (0: free), count u64
-	dtWinGen      = 0  // u64: odd while closed or being rewritten
-	dtWinInflight = 8  // u64: initiators acting on the window
-	dtWinNotice   = 16 // u32: an outside add wants Counter.Notice
-	dtWinFlags    = 20 // u32: wf*
-	dtWinUID      = 24 // u32
-	dtWinSlot     = 28 // u32: counting event slot in the target's cell slab
-	dtWinIno      = 32 // u64: the entry's memfd inode
-	dtWinFD       = 40 // u32: its descriptor in the target
-	dtWinMemOff   = 48 // u64: where the entry starts in the memfd
-	dtWinLength   = 56 // u64: the entry's length
-	dtWinMemSize  = 64 // u64: the memfd's size
-	dtWinSlabIno  = 72 // u64: the cell slab's memfd inode
-	dtWinSlabFD   = 80 // u32
-	dtWinMaxMsg   = 88 // u64
-	dtWinMaxAtom  = 96 // u64: the target's max_atomic_size
+	dtMagic      = 0x54524450 // "PDRT"
+	dtHeader     = 64         // magic u32, version u32, windows u32, seen slots u32, notify u32 @16
+	dtNotify     = 16
+	dtWinSize    = 128
+	dtSeenSlots  = 512
+	dtSeenSize   = 32 // key u64 (0: free), seen count u64, in-flight u64 (OS pid<<32 | windows entered), pad
+	dtSeenCount  = 8
+	dtSeenIn     = 16
+	dtVersion    = 2
+	dtWinGen     = 0  // u64: odd while closed or being rewritten
+	_            = 8  // u64: unused (the in-flight counts are per initiator, in its seen slot)
+	dtWinNotice  = 16 // u32: an outside add wants Counter.Notice
+	dtWinFlags   = 20 // u32: wf*
+	dtWinUID     = 24 // u32
+	dtWinSlot    = 28 // u32: counting event slot in the target's cell slab
+	dtWinIno     = 32 // u64: the entry's memfd inode
+	dtWinFD      = 40 // u32: its descriptor in the target
+	dtWinMemOff  = 48 // u64: where the entry starts in the memfd
+	dtWinLength  = 56 // u64: the entry's length
+	dtWinMemSize = 64 // u64: the memfd's size
+	dtWinSlabIno = 72 // u64: the cell slab's memfd inode
+	dtWinSlabFD  = 80 // u32
+	dtWinMaxMsg  = 88 // u64
+	dtWinMaxAtom = 96 // u64: the target's max_atomic_size
 )
 
 // Window flags.
@@ -74,6 +82,10 @@ const (
 	wfBytes              // in bytes (CT_BYTES)
 	wfAckOff             // acks are disabled (ACK_DISABLE)
 )
+
+// liveCheck is how often the notice loop checks that the targets this NI acts on
+// directly still run (the loop wakes at least every 100 ms).
+const liveCheck = 50 * time.Millisecond
 
 // directEnabled reports whether PTL_DIRECT allows direct access and whether the soft
 // provider may share memory between processes of the node at all.
@@ -101,6 +113,10 @@ type directState struct {
 	// putFault is the error of the last direct put whose raw source faulted
 	// part-way (under ni.mu): start returns it.
 	putFault error
+
+	// owed are counters of revoked windows whose notice the loop did not take
+	// yet (under ni.mu).
+	owed []*CT
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -136,12 +152,14 @@ func getHello(b []byte) directHello {
 // peerDirect is an initiator's direct state for one connection.
 type peerDirect struct {
 	tried  bool
-	rt     *remoteTable // nil: no direct access to this peer
-	sent   uint64       // requests sent through the engine
-	base   uint64       // the target's seen count for us when we first looked (an earlier NI of our pid)
-	track  int          // tracked operations not yet answered
-	seen   *atomic.Uint64
-	snaps  map[PTIndex]*winSnap
+	rt     *remoteTable   // nil: no direct access to this peer
+	sent   uint64         // requests sent through the engine
+	base   uint64         // the target's seen count for us when we first looked (an earlier NI of our pid)
+	track  int            // tracked operations not yet answered
+	seen   *atomic.Uint64 // the target's count of our requests it handled
+	in     *atomic.Uint64 // our in-flight word in the target's table
+	me     uint64         // our OS pid << 32, for in
+	snaps  []*winSnap     // by portal index
 	selfID uint64
 }
 
@@ -154,9 +172,9 @@ type winSnap struct {
 	length  uint64
 	maxMsg  uint64
 	maxAtom uint64
+	bad     bool   // the window could not be used at gen
 	mem     []byte // the entry's bytes in our mapping of its memfd
 	cell    *eq.Cell
-	winBase unsafe.Pointer
 }
 
 // word helpers over shared memory.
@@ -186,7 +204,7 @@ func newDirect(ni *NI) *directState {
 		return nil
 	}
 	u32At(tab, 0).Store(dtMagic)
-	u32At(tab, 4).Store(1)
+	u32At(tab, 4).Store(dtVersion)
 	u32At(tab, 8).Store(uint32(nwin))
 	u32At(tab, 12).Store(dtSeenSlots)
 	d := &directState{tab: tab, fd: fd, ino: ino, wins: make([]winState, nwin),
@@ -194,7 +212,6 @@ func newDirect(ni *NI) *directState {
 	for i := 0; i < nwin; i++ {
 		u64At(d.win(i), dtWinGen).Store(1) // closed
 	}
-	directRegister(ni)
 	d.wg.Add(1)
 	go d.noticeLoop(ni)
 	return d
@@ -245,20 +262,32 @@ func (ni *NI) directSync(t *pt) {
 	}
 	w := &d.wins[t.idx]
 	// The head of the priority list: the first appended entry still linked there.
-	var head *entry
-	kept := w.prio[:0]
-	for _, e := range w.prio {
-		if st, err := t.table.State(e.h); err == nil && st.Linked && st.List == me.ListPriority && t.entries[e.h] == e {
-			kept = append(kept, e)
-			if head == nil {
-				head = e
+	// Entries that left in front of it are dropped; the rest of the list is
+	// compacted only when it holds many that left (an append stays O(1) while the
+	// head stays).
+	linked := func(e *entry) bool {
+		st, err := t.table.State(e.h)
+		return err == nil && st.Linked && st.List == me.ListPriority && t.entries[e.h] == e
+	}
+	if n := len(w.prio); n > 64 && n > 2*t.table.Len(me.ListPriority) {
+		kept := w.prio[:0]
+		for _, e := range w.prio {
+			if linked(e) {
+				kept = append(kept, e)
 			}
 		}
+		clear(w.prio[len(kept):])
+		w.prio = kept
 	}
-	for i := len(kept); i < len(w.prio); i++ {
-		w.prio[i] = nil
+	var head *entry
+	for len(w.prio) > 0 {
+		if linked(w.prio[0]) {
+			head = w.prio[0]
+			break
+		}
+		w.prio[0] = nil
+		w.prio = w.prio[1:]
 	}
-	w.prio = kept
 	var ct *CT
 	if head != nil {
 		ct = head.ct
@@ -269,8 +298,7 @@ func (ni *NI) directSync(t *pt) {
 	if open && w.e == head && w.ct == ct && gen.Load()&1 == 0 {
 		return // unchanged
 	}
-	directRevoke(win)
-	w.e, w.ct = nil, nil
+	ni.directRevokeWin(int(t.idx), true)
 	if !open {
 		return
 	}
@@ -350,16 +378,88 @@ func (ni *NI) directEligible(t *pt, head *entry) bool {
 	return ok
 }
 
-// directRevoke closes a window and returns once no initiator acts on it.
-func directRevoke(win []byte) {
+// directRevoke closes a window and returns once no initiator acts on it: it makes
+// the generation odd, then waits until no initiator of the table is inside any
+// window (each says so in its own in-flight word). An initiator whose process is
+// gone is not waited for (its word is cleared): it died inside a window and never
+// leaves it.
+func directRevoke(tab, win []byte) {
 	gen := u64At(win, dtWinGen)
 	if gen.Load()&1 == 0 {
 		gen.Add(1)
 	}
-	in := u64At(win, dtWinInflight)
-	for i := 0; in.Load() != 0; i++ {
-		directPause(i)
+	nwin := int(u32At(tab, 8).Load())
+	base := dtHeader + nwin*dtWinSize
+	for s := 0; s < dtSeenSlots; s++ {
+		o := base + s*dtSeenSize
+		if u64At(tab, o).Load() == 0 {
+			continue // never claimed
+		}
+		in := u64At(tab, o+dtSeenIn)
+		for i := 0; ; i++ {
+			v := in.Load()
+			if uint32(v) == 0 {
+				break
+			}
+			if i >= 1024 && i%256 == 0 && processGone(int(v>>32)) {
+				in.CompareAndSwap(v, 0) // a new process under the same key starts afresh anyway
+				continue
+			}
+			directPause(i)
+		}
 	}
+}
+
+// directEnter records that this process acts on a window of the table whose
+// in-flight word is in (me: our OS pid << 32). A word left by a process that died
+// under the same key is taken over.
+func directEnter(in *atomic.Uint64, me uint64) {
+	for {
+		v := in.Load()
+		nv := v + 1
+		if v&^0xffffffff != me {
+			nv = me | 1
+		}
+		if in.CompareAndSwap(v, nv) {
+			return
+		}
+	}
+}
+
+// directLeave undoes directEnter.
+func directLeave(in *atomic.Uint64) { in.Add(^uint64(0)) }
+
+// testRequestHandled, when set by a test, runs (once) as the target's engine is
+// done with a request: its answer is sent.
+var testRequestHandled atomic.Pointer[func()]
+
+func testAfterRequest() {
+	if f := testRequestHandled.Swap(nil); f != nil {
+		(*f)()
+	}
+}
+
+// testDirectInWindow, when set by a test, runs while an initiator is inside a
+// window (entered, generation checked, nothing done yet): a test freezes the
+// initiator there.
+var testDirectInWindow atomic.Pointer[func()]
+
+// directRevokeWin revokes window i and forgets its entry. A notice an initiator
+// asked for through the window and the notice loop did not take yet is handed to
+// the loop (with keep) for the counter the window counted on: the counter changed
+// from outside, so its waiters must wake and its triggers fire. Called with ni.mu
+// held.
+func (ni *NI) directRevokeWin(i int, keep bool) {
+	d := ni.direct
+	win := d.win(i)
+	directRevoke(d.tab, win)
+	// No initiator is in the window now: the flag is settled.
+	if u32At(win, dtWinNotice).Swap(0) != 0 && keep && d.wins[i].ct != nil {
+		d.owed = append(d.owed, d.wins[i].ct)
+		u32At(d.tab, dtNotify).Add(1)
+		directWake(d.tab)
+	}
+	d.wins[i].e, d.wins[i].ct = nil, nil
 }
 
 // directUnlinked re-checks the window of t after an entry left it. Called with
@@ -374,8 +474,7 @@ func (ni *NI) directCTFreed(c *CT) {
 	}
 	for i := range d.wins {
 		if d.wins[i].ct == c {
-			directRevoke(d.win(i))
-			d.wins[i].e, d.wins[i].ct = nil, nil
+			ni.directRevokeWin(i, false) // the counter goes: nobody to tell
 		}
 	}
 }
@@ -396,8 +495,7 @@ func (ni *NI) directMemFreed(addr, n uintptr) {
 		}
 		a, _ := e.mem.Addr(0)
 		if a < addr+n && addr < a+uintptr(e.mem.Len()) {
-			directRevoke(d.win(i))
-			d.wins[i].e, d.wins[i].ct = nil, nil
+			ni.directRevokeWin(i, true)
 		}
 	}
 }
@@ -411,9 +509,10 @@ func (ni *NI) directClose() {
 	}
 	ni.mu.Lock()
 	for i := range d.wins {
-		directRevoke(d.win(i))
+		ni.directRevokeWin(i, false) // the counters go with the NI
 		d.wins[i] = winState{}
 	}
+	d.owed = nil
 	for _, p := range d.peers {
 		if p != nil && p.rt != nil {
 			p.rt.release()
@@ -460,30 +559,41 @@ func (ni *NI) directSeen(pr *peer) {
 
 func seenKey(id ProcessID) uint64 { return uint64(id.NID)<<32 | uint64(id.PID) + 1 }
 
-// seenSlot finds (or, with insert, claims) the seen word of key in the table tab.
-func seenSlotIn(tab []byte, key uint64, insert bool) *atomic.Uint64 {
+// seenSlotIn finds (or, with insert, claims) the slot of key in the table tab and
+// returns its offset, or -1 (not there, or the table is full). The target and its
+// initiators may claim slots at the same time: a claim is a compare-and-swap.
+func seenSlotIn(tab []byte, key uint64, insert bool) int {
 	nwin := int(u32At(tab, 8).Load())
 	base := dtHeader + nwin*dtWinSize
 	h := int((key * 0x9E3779B97F4A7C15) >> 55) // 9 bits
 	for i := 0; i < dtSeenSlots; i++ {
 		o := base + ((h+i)%dtSeenSlots)*dtSeenSize
 		k := u64At(tab, o)
-		switch v := k.Load(); {
-		case v == key:
-			return u64At(tab, o+8)
-		case v == 0:
-			if !insert {
-				return nil
+		for {
+			v := k.Load()
+			if v == key {
+				return o
 			}
-			k.Store(key)
-			return u64At(tab, o+8)
+			if v != 0 {
+				break // someone else's: probe on
+			}
+			if !insert {
+				return -1
+			}
+			if k.CompareAndSwap(0, key) {
+				return o
+			}
 		}
 	}
-	return nil
+	return -1
 }
 
 func (d *directState) seenSlot(key uint64, insert bool) *atomic.Uint64 {
-	return seenSlotIn(d.tab, key, insert)
+	o := seenSlotIn(d.tab, key, insert)
+	if o < 0 {
+		return nil
+	}
+	return u64At(d.tab, o+dtSeenCount)
 }
 
 // noticeLoop waits on the table's futex word and tells the counters that peers
@@ -493,6 +603,7 @@ func (d *directState) noticeLoop(ni *NI) {
 	defer d.wg.Done()
 	word := u32At(d.tab, dtNotify)
 	var cts []*CT
+	var checked time.Time
 	for {
 		v := word.Load()
 		cts = cts[:0]
@@ -500,6 +611,23 @@ func (d *directState) noticeLoop(ni *NI) {
 		for i := range d.wins {
 			if u32At(d.win(i), dtWinNotice).Swap(0) != 0 && d.wins[i].ct != nil {
 				cts = append(cts, d.wins[i].ct)
+			}
+		}
+		for _, c := range d.owed {
+			if _, live := ni.cts[c]; live {
+				cts = append(cts, c)
+			}
+		}
+		clear(d.owed)
+		d.owed = d.owed[:0]
+		if now := time.Now(); now.Sub(checked) >= liveCheck {
+			// The targets this NI acts on directly: one that died takes no more
+			// direct access (its memory stays mapped here and would accept it).
+			checked = now
+			for _, p := range d.peers {
+				if p != nil && p.rt != nil && !p.rt.dead.Load() && p.rt.exited() {
+					p.rt.dead.Store(true)
+				}
 			}
 		}
 		ni.mu.Unlock()
@@ -533,7 +661,7 @@ func (ni *NI) directPeer(pr *peer) *peerDirect {
 	}
 	p := d.peers[pr.idx]
 	if p == nil {
-		p = &peerDirect{snaps: map[PTIndex]*winSnap{}}
+		p = &peerDirect{}
 		d.peers[pr.idx] = p
 	}
 	return p
@@ -550,6 +678,17 @@ func (ni *NI) directSent(pr *peer, tracked bool) {
 		if tracked {
 			p.track++
 		}
+	}
+}
+
+// directUnsent takes back a directSent whose request never left the process (a
+// local failure): the target will never count it. Called with ni.mu held.
+func (ni *NI) directUnsent(pr *peer) {
+	if ni.direct == nil || pr == nil || pr.idx < 0 || pr.idx >= len(ni.direct.peers) {
+		return
+	}
+	if p := ni.direct.peers[pr.idx]; p != nil && p.sent > 0 {
+		p.sent--
 	}
 }
 
@@ -573,23 +712,27 @@ func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
 		return false
 	}
 	if !p.tried {
-		p.tried = true
 		h, ok := ni.direct.remote[keyOf(pr.id)]
 		if !ok {
-			return false
+			return false // not learned (yet): look again next time
 		}
+		p.tried = true
 		p.rt = openRemoteTable(h)
 		if p.rt != nil {
 			p.selfID = seenKey(ni.physID())
-			if p.sent == 0 {
+			o := seenSlotIn(p.rt.tab, p.selfID, true)
+			if p.sent == 0 && o >= 0 {
 				// Requests an earlier NI of our pid sent are counted under the same
 				// key: ours start from here.
-				if p.seen = seenSlotIn(p.rt.tab, p.selfID, false); p.seen != nil {
-					p.base = p.seen.Load()
-				}
+				p.seen = u64At(p.rt.tab, o+dtSeenCount)
+				p.base = p.seen.Load()
+				p.in = u64At(p.rt.tab, o+dtSeenIn)
+				p.me = uint64(uint32(osPID())) << 32
 			} else {
+				// Requests went out before we could know the count, or the
+				// target's table has no room for us: stay on the engine's path.
 				p.rt.release()
-				p.rt = nil // requests went out before we could know the count: stay on the engine's path
+				p.rt = nil
 			}
 		}
 	}
@@ -603,29 +746,36 @@ func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
 			return false
 		}
 	}
-	if p.rt == nil || p.track != 0 {
-		return false
+	if p.rt == nil || p.track != 0 || p.rt.dead.Load() {
+		return false // a dead target: the engine's path reports it
 	}
-	if p.sent != 0 {
-		if p.seen == nil {
-			p.seen = seenSlotIn(p.rt.tab, p.selfID, false)
-		}
-		if p.seen == nil || p.seen.Load()-p.base != p.sent {
-			return false
-		}
+	if p.sent != 0 && p.seen.Load()-p.base != p.sent {
+		return false
 	}
 	if int(o.pt) >= p.rt.nwin {
 		return false
 	}
 	win := p.rt.win(int(o.pt))
 	gen := u64At(win, dtWinGen)
+	if p.snaps == nil {
+		p.snaps = make([]*winSnap, p.rt.nwin)
+	}
 	s := p.snaps[o.pt]
-	if s == nil || s.gen != gen.Load() {
+	if g := gen.Load(); s == nil || s.gen != g {
 		if s = p.rt.snapshot(win, s); s == nil {
-			delete(p.snaps, o.pt)
+			// Closed, changing, or its memory would not map: not again for this
+			// generation (a failed open costs system calls).
+			if s = p.snaps[o.pt]; s == nil {
+				s = &winSnap{}
+			}
+			*s = winSnap{gen: g, bad: true}
+			p.snaps[o.pt] = s
 			return false
 		}
 		p.snaps[o.pt] = s
+	}
+	if s.bad {
+		return false
 	}
 	// The rules the target would check: permissions (a violation goes to the target,
 	// which counts it), no truncation, the message size.
@@ -666,11 +816,13 @@ func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
 			return false
 		}
 	}
-	in := u64At(win, dtWinInflight)
-	in.Add(1)
+	directEnter(p.in, p.me)
 	if gen.Load() != s.gen {
-		in.Add(^uint64(0))
+		directLeave(p.in)
 		return false
+	}
+	if f := testDirectInWindow.Load(); f != nil {
+		(*f)()
 	}
 	dst := s.mem[o.roff : o.roff+o.length]
 	var srcErr error // a fault reading a long put's raw source, part-way
@@ -690,6 +842,15 @@ func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
 		}
 		atomicInPlace(o.atomOp, o.atomType, dst, src, cond, old)
 	}
+	// A get copies out while still in the window (the entry's memory may go once
+	// it is revoked), and before it is counted: the target may reuse the memory
+	// as soon as its counter says the get happened (the engine reads, then
+	// counts). Into our memory, whose fault the REPLY reports. A fetch or swap
+	// has its old data in d.buf already.
+	var dstErr error
+	if o.kind == msgGet {
+		_, dstErr = o.md.mem.WriteAt(dst, o.localOff)
+	}
 	attention := false
 	if srcErr == nil && s.flags&wfCount != 0 {
 		n := uint64(1)
@@ -701,13 +862,7 @@ func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
 	if attention {
 		u32At(win, dtWinNotice).Store(1)
 	}
-	// A get copies out while still in the window (the entry's memory may go once
-	// it is revoked); into our memory, whose fault the REPLY reports.
-	var dstErr error
-	if o.kind == msgGet {
-		_, dstErr = o.md.mem.WriteAt(dst, o.localOff)
-	}
-	in.Add(^uint64(0))
+	directLeave(p.in)
 	if attention {
 		u32At(p.rt.tab, dtNotify).Add(1)
 		directWake(p.rt.tab)
@@ -772,7 +927,12 @@ var directNIs struct {
 	once sync.Once
 }
 
+// directRegister lists ni for md's Free hook once ni.direct is set (the hook
+// reads it).
 func directRegister(ni *NI) {
+	if ni.direct == nil {
+		return
+	}
 	directNIs.once.Do(func() {
 		md.OnFree(func(addr, n uintptr) {
 			directNIs.Lock()

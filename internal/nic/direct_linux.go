@@ -74,6 +74,8 @@ type remoteTable struct {
 	h     directHello
 	tab   []byte
 	nwin  int
+	pidfd int               // the owner's process, to notice it died
+	dead  atomic.Bool       // the owner exited: no more direct access (set by the notice loop)
 	mems  map[uint64][]byte // by memfd inode: the peer's Alloc memory
 	cells map[uint64][]byte // by memfd inode: the peer's counting-event slabs
 }
@@ -85,7 +87,7 @@ func openRemoteTable(h directHello) *remoteTable {
 	if err != nil {
 		return nil
 	}
-	if len(tab) < dtHeader || u32At(tab, 0).Load() != dtMagic || u32At(tab, 4).Load() != 1 {
+	if len(tab) < dtHeader || u32At(tab, 0).Load() != dtMagic || u32At(tab, 4).Load() != dtVersion {
 		unix.Munmap(tab)
 		return nil
 	}
@@ -94,7 +96,36 @@ func openRemoteTable(h directHello) *remoteTable {
 		unix.Munmap(tab)
 		return nil
 	}
-	return &remoteTable{h: h, tab: tab, nwin: nwin, mems: map[uint64][]byte{}, cells: map[uint64][]byte{}}
+	pfd, err := unix.PidfdOpen(int(h.ospid), 0)
+	if err != nil {
+		unix.Munmap(tab)
+		return nil
+	}
+	return &remoteTable{h: h, tab: tab, nwin: nwin, pidfd: pfd, mems: map[uint64][]byte{}, cells: map[uint64][]byte{}}
+}
+
+// exited reports whether the table's owner has exited (its pidfd is readable).
+func (r *remoteTable) exited() bool {
+	fds := []unix.PollFd{{Fd: int32(r.pidfd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0
+}
+
+// processGone reports whether process pid has exited (or was never there). A
+// zombie counts as gone. A pid reused by a new process after the old one was
+// reaped reads as alive.
+func processGone(pid int) bool {
+	if pid <= 0 {
+		return false // no owner recorded: cannot tell
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return err == unix.ESRCH
+	}
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0
 }
 
 func (r *remoteTable) win(i int) []byte {
@@ -197,6 +228,7 @@ func (r *remoteTable) release() {
 		unix.Munmap(m)
 	}
 	unix.Munmap(r.tab)
+	unix.Close(r.pidfd)
 	r.mems, r.cells, r.tab = nil, nil, nil
 }
 

@@ -4,6 +4,7 @@ package nic
 
 import (
 	"runtime"
+	"sync/atomic"
 
 	"github.com/goportals/goportals/internal/verbs"
 )
@@ -23,7 +24,12 @@ func osPID() int { return 0 }
 type remoteTable struct {
 	tab  []byte
 	nwin int
+	dead atomic.Bool
 }
+
+func (r *remoteTable) exited() bool { return false }
+
+func processGone(pid int) bool { return false }
 
 func openRemoteTable(h directHello) *remoteTable { return nil }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/goportals/goportals/eq"
 	"github.com/goportals/goportals/internal/bootstrap"
+	"github.com/goportals/goportals/internal/bootstrap/childtest"
 	"github.com/goportals/goportals/md"
 )
 
@@ -26,11 +27,17 @@ import (
 // runDirectJob launches a two-rank job in role with PTL_DIRECT=mode.
 func runDirectJob(t *testing.T, role, mode string) string {
 	t.Helper()
+	return runDirectJobN(t, role, mode, 2)
+}
+
+// runDirectJobN launches n ranks in role with PTL_DIRECT=mode.
+func runDirectJobN(t *testing.T, role, mode string, n int) string {
+	t.Helper()
 	var out lockedBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	env := append(childEnv(role), "PTL_DIRECT="+mode)
-	res, err := bootstrap.Launch(ctx, bootstrap.LaunchConfig{N: 2, Argv: []string{os.Args[0], "-test.run=^$"},
+	res, err := bootstrap.Launch(ctx, bootstrap.LaunchConfig{N: n, Argv: []string{os.Args[0], "-test.run=^$"},
 		Env: env, Stdout: &out, Stderr: &out, Prefix: true, Timeout: 100 * time.Second})
 	if e := checkJob(out.String(), res, err); e != nil {
 		t.Fatal(e)
@@ -184,6 +191,96 @@ func directNotice(ctx context.Context) error {
 	return r.b.Barrier(ctx)
 }
 
+// TestDirectAtomicMixed: rank 0 adds to one word of rank 1's entry by direct
+// access while rank 2, with direct access off, adds to the same word through
+// rank 1's engine, and both fetch-and-add a second word: no update is lost and
+// no fetched value repeats, so the engine's atomics are atomic with the direct
+// ones.
+func TestDirectAtomicMixed(t *testing.T) {
+	out := runDirectJobN(t, "direct-atomic", "auto", 3)
+	if !strings.Contains(out, "[1] T atomic mixed ok") {
+		t.Fatalf("no verdict:\n%s", out)
+	}
+	if n := directCounts(out); n["0"] < 1000 || n["2"] != 0 {
+		t.Fatalf("rank 0 should go direct, rank 2 not: %v\n%s", n, out)
+	}
+}
+
+// mixedN is how many adds each adder makes (fewer under the race detector,
+// which slows every access).
+var mixedN = map[bool]int{false: 20000, true: 3000}[childtest.RaceEnabled]
+
+func directAtomicRole(ctx context.Context) error {
+	if os.Getenv(bootstrap.EnvRank) == "2" {
+		os.Setenv("PTL_DIRECT", "off")
+	}
+	r, err := directSetup(ctx, directOpts)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	if r.me == 1 {
+		if err := r.b.Barrier(ctx); err != nil { // both adders are done
+			return err
+		}
+		if got := binary.LittleEndian.Uint64(r.heap[64:]); got != uint64(2*mixedN) {
+			return fmt.Errorf("sum %d after %d adds", got, 2*mixedN)
+		}
+		if got := binary.LittleEndian.Uint64(r.heap[128:]); got != uint64(2*mixedN) {
+			return fmt.Errorf("fetch-add word %d after %d", got, 2*mixedN)
+		}
+		fmt.Println("T atomic mixed ok")
+		return r.b.Barrier(ctx)
+	}
+	one := make([]byte, 8)
+	binary.LittleEndian.PutUint64(one, 1)
+	old := make([]byte, 8)
+	pm, err := r.ni.MDBind(MDSpec{Start: one, Options: MDVolatile})
+	if err != nil {
+		return err
+	}
+	gq, err := r.ni.EQAlloc(16)
+	if err != nil {
+		return err
+	}
+	gm, err := r.ni.MDBind(MDSpec{Start: old, EQ: gq})
+	if err != nil {
+		return err
+	}
+	seen := make(map[uint64]bool, mixedN)
+	for i := 0; i < mixedN; i++ {
+		if err := Atomic(pm, 0, 8, NoAckReq, r.peer, 4, 0, 64, 0, 0, eq.OpSum, eq.Uint64); err != nil {
+			return err
+		}
+		if err := FetchAtomic(gm, 0, pm, 0, 8, r.peer, 4, 0, 128, 0, 0, eq.OpSum, eq.Uint64); err != nil {
+			return err
+		}
+		if ev, err := gq.Wait(ctx); err != nil || ev.Type != eq.EventReply || ev.NIFail != eq.NIOK {
+			return fmt.Errorf("fetch-add: %+v %v", ev, err)
+		}
+		v := binary.LittleEndian.Uint64(old)
+		if seen[v] {
+			return fmt.Errorf("fetch-add returned %d twice", v)
+		}
+		seen[v] = true
+	}
+	// Rank 2's last plain adds are handled once a get through the engine answers.
+	gm2, err := r.ni.MDBind(MDSpec{Start: make([]byte, 8), EQ: gq})
+	if err != nil {
+		return err
+	}
+	if err := Get(gm2, 0, 8, r.peer, 4, 0, 0, 0); err != nil {
+		return err
+	}
+	if ev, err := gq.Wait(ctx); err != nil || ev.Type != eq.EventReply {
+		return fmt.Errorf("get: %+v %v", ev, err)
+	}
+	if err := r.b.Barrier(ctx); err != nil {
+		return err
+	}
+	return r.b.Barrier(ctx)
+}
+
 // directSetup is the common start of the direct roles: a non-matching NI, an
 // event queue and counter on the target, and portal index 4 with one persistent
 // entry over heap (md.Alloc).
@@ -215,7 +312,12 @@ func directSetup(ctx context.Context, leOpts MEOptions) (*directRank, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &directRank{b: b, p: p, ni: ni, me: b.Rank(), peer: p.JobMap()[1-b.Rank()]}
+	// Rank 1 is the target of every other rank; rank 1's peer is rank 0.
+	peer := 1
+	if b.Rank() == 1 {
+		peer = 0
+	}
+	r := &directRank{b: b, p: p, ni: ni, me: b.Rank(), peer: p.JobMap()[peer]}
 	if r.q, err = ni.EQAlloc(1024); err != nil {
 		return nil, err
 	}
@@ -251,6 +353,9 @@ func evLine(what string, ev Event, err error) {
 
 const directOpts = MEOpPut | MEOpGet | MEEventLinkDisable | MEEventSuccessDisable | MEEventCTComm
 
+// directRolesOS are the direct-access roles of one platform's tests.
+var directRolesOS = map[string]func(context.Context) error{}
+
 // runDirectRole runs a direct-access role if role names one.
 func runDirectRole(role string) (int, bool) {
 	f, ok := map[string]func(context.Context) error{
@@ -258,9 +363,12 @@ func runDirectRole(role string) (int, bool) {
 		"direct-waw":    directWAW,
 		"direct-revoke": directRevokeRole,
 		"direct-notice": directNotice,
+		"direct-atomic": directAtomicRole,
 	}[role]
 	if !ok {
-		return 0, false
+		if f, ok = directRolesOS[role]; !ok {
+			return 0, false
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

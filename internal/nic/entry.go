@@ -31,18 +31,20 @@ type MESpec struct {
 	MatchBits  MatchBits
 	IgnoreBits MatchBits
 	MinFree    uint64
+	OnUnlink   func() // called, under the engine lock, when the engine unlinks the entry itself
 }
 
 // LESpec describes a list entry (ptl_le_t), the form of an entry on an NI without
 // matching.
 type LESpec struct {
-	Start   []byte
-	Iovecs  [][]byte
-	Addr    uintptr // a raw range, as in MESpec
-	Length  uint64
-	CT      *CT
-	UID     UID
-	Options MEOptions
+	Start    []byte
+	Iovecs   [][]byte
+	Addr     uintptr // a raw range, as in MESpec
+	Length   uint64
+	CT       *CT
+	UID      UID
+	Options  MEOptions
+	OnUnlink func() // as in MESpec
 }
 
 // entry is the engine state of an ME or LE: its memory and counting event.
@@ -52,7 +54,8 @@ type entry struct {
 	ct       *CT
 	userPtr  uint64
 	pinned   *mdreg.Pinned
-	inflight int // operations moving data into or out of the entry
+	inflight int    // operations moving data into or out of the entry
+	onUnlink func() // the spec's OnUnlink
 }
 
 func (e *entry) release() {
@@ -91,7 +94,7 @@ func (ni *NI) MEAppend(idx PTIndex, s MESpec, list List, userPtr uint64) (*ME, e
 	}
 	return ni.appendEntry("PtlMEAppend", idx, me.Entry{UID: s.UID, Options: s.Options, MatchID: s.MatchID,
 		MatchBits: s.MatchBits, IgnoreBits: s.IgnoreBits, MinFree: s.MinFree, UserPtr: userPtr},
-		rawSpec{s.Start, s.Iovecs, s.Addr, s.Length}, s.CT, list)
+		rawSpec{s.Start, s.Iovecs, s.Addr, s.Length}, s.CT, list, s.OnUnlink)
 }
 
 // LEAppend appends a list entry (PtlLEAppend).
@@ -103,10 +106,10 @@ func (ni *NI) LEAppend(idx PTIndex, s LESpec, list List, userPtr uint64) (*LE, e
 		return nil, opErr("PtlLEAppend", ArgInvalid, fmt.Errorf("NI with matching: use MEAppend"))
 	}
 	return ni.appendEntry("PtlLEAppend", idx, me.Entry{UID: s.UID, Options: s.Options, UserPtr: userPtr},
-		rawSpec{s.Start, s.Iovecs, s.Addr, s.Length}, s.CT, list)
+		rawSpec{s.Start, s.Iovecs, s.Addr, s.Length}, s.CT, list, s.OnUnlink)
 }
 
-func (ni *NI) appendEntry(op string, idx PTIndex, ent me.Entry, spec rawSpec, ct *CT, list List) (*ME, error) {
+func (ni *NI) appendEntry(op string, idx PTIndex, ent me.Entry, spec rawSpec, ct *CT, list List, onUnlink func()) (*ME, error) {
 	if err := ni.check(op); err != nil {
 		return nil, err
 	}
@@ -128,7 +131,7 @@ func (ni *NI) appendEntry(op string, idx PTIndex, ent me.Entry, spec rawSpec, ct
 		return nil, opErr(op, ArgInvalid, fmt.Errorf("portal index %d not allocated", idx))
 	}
 	// PTOnlyUseOnce and PTOnlyTruncate are hints: entries are never refused for them.
-	e := &entry{mem: mem, ct: ct, userPtr: ent.UserPtr}
+	e := &entry{mem: mem, ct: ct, userPtr: ent.UserPtr, onUnlink: onUnlink}
 	var h me.Handle
 	var evs []me.Event
 	var gone, full bool
@@ -351,9 +354,13 @@ func (ni *NI) deliver(t *pt, ev *me.Event, fail eq.NIFail, hint *entry) {
 			delete(t.entries, ev.Handle)
 		}
 	case me.EventAutoUnlink:
+		if e != nil && e.onUnlink != nil {
+			e.onUnlink()
+		}
 		if e != nil && ev.List == me.ListPriority {
 			// An overflow entry stays until AUTO_FREE: unexpected headers refer to its data.
 			delete(t.entries, ev.Handle)
+			ni.directUnlinked(t) // the entry behind it may take direct access (direct.go)
 		}
 	}
 }

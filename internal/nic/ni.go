@@ -223,7 +223,7 @@ func (p *Process) niInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 		if claim, err = claimPID(pid); err != nil {
 			switch {
 			case errors.Is(err, errPIDInUse):
-				return nil, false, opErr(name, PIDInUse, fmt.Errorf("pid %d", pid))
+				return nil, false, opErr(name, PIDInUse, fmt.Errorf("pid %d: %w", pid, err))
 			case errors.Is(err, errNoFreePID):
 				return nil, false, opErr(name, NoSpace, err)
 			}
@@ -270,6 +270,10 @@ func (p *Process) niInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 		ni.setLogical(p.jobMap)
 	}
 	ni.trig.wake = make(chan struct{}, 1)
+	// Direct access before any goroutine of the NI runs (they read ni.direct);
+	// listed for md's Free hook only once set.
+	ni.direct = newDirect(ni)
+	directRegister(ni)
 	if ni.noGoroutine = noProgressGoroutine(); ni.noGoroutine {
 		ni.wg.Add(1) // progress only inside the calls
 	} else {
@@ -277,7 +281,6 @@ func (p *Process) niInit(iface Interface, opts NIOptions, pid PID, desired *Limi
 		go ni.run()
 	}
 	go ni.runTriggers()
-	ni.direct = newDirect(ni)
 	p.nis[slot] = ni
 	p.pid = claim
 	return ni, true, nil

@@ -8,9 +8,10 @@ import (
 )
 
 // The nid of a node. A node is a kernel and a network namespace: the nid is the
-// IPv4 address (as a number, most significant byte first, as the reference derives
-// it) of the first interface that is up and not a loopback, or 127.0.0.1's value
-// when there is none. NIDAny (0xffff) is a wildcard and never a nid: an address
+// node's IPv4 address (bootstrap.NodeAddr: PTL_NODE_ADDR, or the first IPv4
+// address of PTL_IFACE, or of the first interface up and not a loopback,
+// link-local addresses and container bridges last), as a number, most significant
+// byte first, as the reference derives it; 127.0.0.1's value when there is none. NIDAny (0xffff) is a wildcard and never a nid: an address
 // with that value is replaced by 127.0.0.1's.
 
 // loopbackNID is the nid of 127.0.0.1.
@@ -27,8 +28,7 @@ func nodeNID() NID {
 	return nidOnce.nid
 }
 
-// nidFromInterfaces is the nid of this node's address (bootstrap.NodeAddr: the
-// first IPv4 address of an interface up and not loopback, else 127.0.0.1).
+// nidFromInterfaces is the nid of this node's address (bootstrap.NodeAddr).
 func nidFromInterfaces() NID { return nidOf(bootstrap.NodeAddr()) }
 
 // nidOf is the nid of an IPv4 address.

@@ -223,6 +223,9 @@ func (ni *NI) issueOrFail(name string, o *initOp, operand []byte) error {
 	if err != nil {
 		ni.mu.Lock()
 		defer ni.mu.Unlock()
+		// issue fails only before the request was posted: the target never sees
+		// it (write-after-write order for direct access, direct.go).
+		ni.directUnsent(o.pr)
 		if errors.Is(err, errPeerFailed) {
 			ni.failOp(o)
 			return nil

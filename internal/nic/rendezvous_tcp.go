@@ -2,8 +2,9 @@ package nic
 
 import (
 	"context"
-	"crypto/subtle"
+	"crypto/hmac"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,17 +16,23 @@ import (
 )
 
 // Between nodes the rendezvous of a pid is a TCP port of its node: the nid is the
-// node's IPv4 address, and pid p listens at port rvPortBase+p on every interface.
+// node's IPv4 address, and pid p listens at port rvPortBase+p (16384+p) on every interface.
 // A request and its answer travel as one length-prefixed frame each, in the
-// format of the node-local rendezvous, after a first frame from the requester
-// carrying the key of its job (bootstrap.JobKey): a request with another key, or
-// from a process whose job key is not known yet, is refused with an empty answer
-// frame, so a process of another job (or of none) cannot open a connection. PIDAny picks pids below rvPIDSpan, whose
+// format of the node-local rendezvous, after a challenge and response in which
+// both sides prove the key of their job (bootstrap.JobKey) without sending it: a
+// request with another key, or from a process whose job key is not known yet, is
+// refused with an empty answer frame, so a process of another job (or of none)
+// cannot open a connection. A
+// process without a job key (bootstrap.ErrNoJobKey) listens on the loopback
+// interface only, answers only its own node, and asks no other node. PIDAny picks pids below rvPIDSpan, whose
 // ports are valid; an explicit larger pid is reachable inside its node only.
 
 const (
-	// rvPortBase is the TCP port of pid 0's rendezvous.
-	rvPortBase = 40000
+	// rvPortBase is the TCP port of pid 0's rendezvous: pids 0-16383 listen at
+	// ports 16384-32767, below Linux's default range of ports for outgoing
+	// connections (32768-60999), so that no connection of any process takes a
+	// pid's port.
+	rvPortBase = 16384
 	// rvPIDSpan bounds the pids with a TCP rendezvous (and PIDAny's choices).
 	rvPIDSpan = 16384
 	// rvMaxFrame bounds a request or answer.
@@ -52,7 +59,11 @@ func listenTCP(pid PID) (*tcpRendezvous, error) {
 	if !ok {
 		return nil, nil
 	}
-	ln, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+	host := "" // every interface
+	if noJobKey() {
+		host = "127.0.0.1" // node-local only: no key, no stranger
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		return nil, fmt.Errorf("%w: port %d: %v", errPIDInUse, port, err)
 	}
@@ -75,16 +86,8 @@ func (t *tcpRendezvous) serve(p *Process) {
 				defer t.wg.Done()
 				defer c.Close()
 				c.SetDeadline(time.Now().Add(10 * time.Second))
-				key, err := readFrame(c)
-				if err != nil {
-					return
-				}
-				if want, known := bootstrap.JobKey(); !known || len(key) != len(want) || subtle.ConstantTimeCompare(key, want) != 1 {
-					writeFrame(c, nil)
-					return
-				}
-				req, err := readFrame(c)
-				if err != nil {
+				req, ok := rvAccept(c)
+				if !ok {
 					return
 				}
 				var rep connectReply
@@ -97,6 +100,100 @@ func (t *tcpRendezvous) serve(p *Process) {
 			}()
 		}
 	}()
+}
+
+// noJobKey reports whether this process has no job key: its rendezvous then
+// listens on the loopback interface only and answers its own node only.
+func noJobKey() bool {
+	key, known := bootstrap.JobKey()
+	return known && len(key) == 0
+}
+
+// fromLoopback reports whether c comes from a loopback address.
+func fromLoopback(c net.Conn) bool {
+	a, ok := c.RemoteAddr().(*net.TCPAddr)
+	return ok && a.IP.IsLoopback()
+}
+
+// The key exchange. Neither side sends the job key: each proves it holds it by
+// an HMAC (bootstrap.ProveKey) over both sides' random challenges, under a label
+// of its own. The requester sends its challenge; the rendezvous answers with its
+// challenge and its proof (or an empty frame: its key is not known yet, or it
+// answers its own node only); the requester checks that proof before it sends
+// anything else, then sends its proof, which also covers the request, and the
+// request; the rendezvous checks it and answers (an empty frame: refused).
+const (
+	rvProofServer    = "goportals rendezvous: server"
+	rvProofRequester = "goportals rendezvous: requester"
+)
+
+// errRefused: the rendezvous refused the request (another job's key, or a key
+// not known yet).
+var errRefused = errors.New("refused this process's job key (another job's process, or its key is not known yet)")
+
+// rvHandshake runs the requester's side over c with key and req; it returns the
+// rendezvous's answer.
+func rvHandshake(c net.Conn, key, req []byte) ([]byte, error) {
+	mine := bootstrap.Challenge()
+	if err := writeFrame(c, mine); err != nil {
+		return nil, err
+	}
+	b, err := readFrame(c)
+	if err != nil {
+		return nil, fmt.Errorf("did not answer: %w", err)
+	}
+	if len(b) == 0 {
+		return nil, errRefused
+	}
+	if len(b) != 2*bootstrap.ChallengeLen {
+		return nil, fmt.Errorf("malformed challenge of %d bytes", len(b))
+	}
+	theirs, proof := b[:bootstrap.ChallengeLen], b[bootstrap.ChallengeLen:]
+	if !hmac.Equal(proof, bootstrap.ProveKey(key, rvProofServer, mine, theirs)) {
+		return nil, errors.New("the rendezvous did not prove this process's job key (another job's process, or an impostor)")
+	}
+	if err := writeFrames(c, bootstrap.ProveKey(key, rvProofRequester, theirs, mine, req), req); err != nil {
+		return nil, err
+	}
+	rep, err := readFrame(c)
+	if err != nil {
+		return nil, fmt.Errorf("did not answer: %w", err)
+	}
+	if len(rep) == 0 {
+		return nil, errRefused
+	}
+	return rep, nil
+}
+
+// rvAccept runs the rendezvous's side over c; it returns the request once the
+// requester proved the job key.
+func rvAccept(c net.Conn) ([]byte, bool) {
+	theirs, err := readFrame(c)
+	if err != nil || len(theirs) != bootstrap.ChallengeLen {
+		return nil, false
+	}
+	key, known := bootstrap.JobKey()
+	if !known || (len(key) == 0 && !fromLoopback(c)) {
+		writeFrame(c, nil)
+		return nil, false
+	}
+	mine := bootstrap.Challenge()
+	if err := writeFrame(c, append(mine, bootstrap.ProveKey(key, rvProofServer, theirs, mine)...)); err != nil {
+		return nil, false
+	}
+	proof, err := readFrame(c)
+	if err != nil {
+		return nil, false
+	}
+	req, err := readFrame(c)
+	if err != nil {
+		return nil, false
+	}
+	if !hmac.Equal(proof, bootstrap.ProveKey(key, rvProofRequester, mine, theirs, req)) {
+		writeFrame(c, nil)
+		return nil, false
+	}
+	return req, true
 }
 
 // close stops the listener and waits for its goroutines.
@@ -163,6 +260,9 @@ func (ni *NI) exchangeRemote(ctx context.Context, id ProcessID, req *connectRequ
 		return connectReply{}, fmt.Errorf("%w: nid %#x pid %d: this process's job key is not known yet (its job has not fenced)",
 			errUnreachable, uint32(id.NID), id.PID)
 	}
+	if len(key) == 0 {
+		return connectReply{}, fmt.Errorf("%w: nid %#x pid %d: %w", errUnreachable, uint32(id.NID), id.PID, bootstrap.ErrNoJobKey)
+	}
 	done := make(chan result, 1)
 	go func() {
 		var d net.Dialer
@@ -175,17 +275,9 @@ func (ni *NI) exchangeRemote(ctx context.Context, id ProcessID, req *connectRequ
 		if dl, ok := ctx.Deadline(); ok {
 			c.SetDeadline(dl)
 		}
-		if err := writeFrames(c, key, req.encode()); err != nil {
-			done <- result{err: fmt.Errorf("%w: nid %#x pid %d: %w", errUnreachable, uint32(id.NID), id.PID, err)}
-			return
-		}
-		b, err := readFrame(c)
+		b, err := rvHandshake(c, key, req.encode())
 		if err != nil {
-			done <- result{err: fmt.Errorf("%w: nid %#x pid %d did not answer: %w", errUnreachable, uint32(id.NID), id.PID, err)}
-			return
-		}
-		if len(b) == 0 {
-			done <- result{err: fmt.Errorf("%w: nid %#x pid %d refused this process's job key (another job's process)", errUnreachable, uint32(id.NID), id.PID)}
+			done <- result{err: fmt.Errorf("%w: nid %#x pid %d: %w", errUnreachable, uint32(id.NID), id.PID, err)}
 			return
 		}
 		rep, ok := decodeReply(b)

@@ -36,12 +36,12 @@ var meOps = [...]me.Op{msgPut: me.OpKindPut, msgGet: me.OpKindGet, msgAtomic: me
 // without ni.mu; data placement and events happen under it, the answer is sent
 // after.
 func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
-	defer ni.directSeen(pr) // handled: write-after-write order for direct access (direct.go)
+	defer testAfterRequest()
 	if h.flags&hfLong == 0 && ((h.kind == msgGet && h.length > eagerMax) ||
 		((h.kind == msgPut || h.kind == msgAtomic || h.kind == msgFetch) && uint64(len(payload)) != h.length)) {
 		// An inline request must carry exactly its data (a get's reply must fit inline).
 		ni.status[SRMalformed].Add(1)
-		ni.answer(pr, h, eq.NIDropped, 0, 0, 0, nil)
+		ni.answerHandled(pr, h, eq.NIDropped, 0, 0, 0, nil)
 		return
 	}
 	if h.kind >= msgAtomic && h.kind <= msgSwap {
@@ -49,7 +49,7 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 			(h.kind == msgSwap && h.atomOp >= uint8(eq.OpCSwap) && uint64(len(payload)) < h.length+uint64(eq.AtomicType(h.atomType).Size())) ||
 			h.flags&hfLong != 0 {
 			ni.status[SRMalformed].Add(1)
-			ni.answer(pr, h, eq.NIDropped, 0, 0, 0, nil)
+			ni.answerHandled(pr, h, eq.NIDropped, 0, 0, 0, nil)
 			return
 		}
 	}
@@ -64,7 +64,7 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 		}
 		ni.status[SRDropCount].Add(1)
 		ni.mu.Unlock()
-		ni.answer(pr, h, fail, 0, 0, 0, nil)
+		ni.answerHandled(pr, h, fail, 0, 0, 0, nil)
 		return
 	}
 	if t.opts&PTFlowCtrl != 0 && t.eq != nil && t.eq.q.Avail() == 0 {
@@ -75,7 +75,7 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 			MatchBits: h.match, RLength: h.length, HdrData: h.hdrData})
 		ni.status[SRDropCount].Add(1)
 		ni.mu.Unlock()
-		ni.answer(pr, h, eq.NIPTDisabled, 0, 0, 0, nil)
+		ni.answerHandled(pr, h, eq.NIPTDisabled, 0, 0, 0, nil)
 		return
 	}
 	// The initiator is the process at the other end of the connection the message
@@ -113,7 +113,7 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 		}
 		ni.deliverAll(t, evs)
 		ni.mu.Unlock()
-		ni.answer(pr, h, fail, 0, 0, 0, nil)
+		ni.answerHandled(pr, h, fail, 0, 0, 0, nil)
 		return
 	}
 	e := t.entries[res.Handle]
@@ -121,7 +121,7 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 		ni.status[SRMalformed].Add(1)
 		ni.deliverAll(t, evs)
 		ni.mu.Unlock()
-		ni.answer(pr, h, eq.NIDropped, 0, 0, 0, nil)
+		ni.answerHandled(pr, h, eq.NIDropped, 0, 0, 0, nil)
 		return
 	}
 	if h.flags&hfLong != 0 && res.MLength > 0 {
@@ -131,6 +131,7 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 			(*hook)()
 		}
 		ni.postTarget(top, wrs)
+		ni.directSeen(pr) // handled: its answer comes when the data moved (and it is tracked)
 		return
 	}
 	var reply []byte
@@ -178,13 +179,21 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 		ni.deliverEvents(t, evs, eq.NISegv, e)
 		ni.evbuf = evs[:0]
 		ni.mu.Unlock()
-		ni.answer(pr, h, eq.NISegv, 0, res.LocalOffset, uint8(res.List), nil)
+		ni.answerHandled(pr, h, eq.NISegv, 0, res.LocalOffset, uint8(res.List), nil)
 		return
 	}
 	ni.deliverAll(t, evs)
 	ni.mu.Unlock()
 	ack := !res.AckDisabled
-	ni.answer(pr, h, eq.NIOK, mlen, res.LocalOffset, uint8(res.List), reply, ack)
+	ni.answerHandled(pr, h, eq.NIOK, mlen, res.LocalOffset, uint8(res.List), reply, ack)
+}
+
+// answerHandled answers a request handleRequest is done with: it counts the request
+// as seen first (write-after-write order for direct access, direct.go), so that an
+// initiator that has the answer may go direct at once.
+func (ni *NI) answerHandled(pr *peer, h *header, fail eq.NIFail, mlength, off uint64, list uint8, data []byte, withAck ...bool) {
+	ni.directSeen(pr)
+	ni.answer(pr, h, fail, mlength, off, list, data, withAck...)
 }
 
 // answer sends the ACK or REPLY of a request. withAck false suppresses the ACK of a

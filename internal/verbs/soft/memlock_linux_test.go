@@ -27,10 +27,10 @@ import (
 // exempt from the limit, so the child first drops that capability from its bounding
 // set and executes itself again, which leaves it out of every thread's sets.
 const (
-	memlockChildEnv = "SOFT_MEMLOCK_CHILD"
-	memlockStageEnv = "SOFT_MEMLOCK_STAGE"
-	memlockTestLimit    = 4 << 20
-	memlockChunk    = 1 << 20
+	memlockChildEnv  = "SOFT_MEMLOCK_CHILD"
+	memlockStageEnv  = "SOFT_MEMLOCK_STAGE"
+	memlockTestLimit = 4 << 20
+	memlockChunk     = 1 << 20
 )
 
 func TestMemlockLimit(t *testing.T) {

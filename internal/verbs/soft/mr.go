@@ -37,7 +37,9 @@ func (m *mr) Access() verbs.Access { return m.access }
 // bytes returns the n bytes at addr (inside the region: the caller checked). A
 // region registered by the pin cache covers whole pages around a Go object, so the
 // result may lie partly outside the object's span, which the -race checkptr
-// instrumentation would reject although the memory is mapped and pinned.
+// instrumentation would reject although the memory is mapped and pinned. An
+// empty range is nil: a TCP scatter list leaves empty elements out, since a nil
+// part there means "discard".
 //
 //go:nocheckptr
 func (m *mr) bytes(addr uint64, n uint64) []byte {

@@ -1,7 +1,6 @@
 package soft
 
 import (
-	"crypto/subtle"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -196,6 +195,9 @@ func (l *tcpLink) start(conn net.Conn) {
 	if err == nil {
 		err = rc.Control(func(fd uintptr) { l.fd = int(fd) })
 	}
+	if err == nil {
+		err = setUserTimeout(l.fd)
+	}
 	if err != nil {
 		conn.Close()
 		l.broken(err)
@@ -358,8 +360,9 @@ func (l *tcpLink) receive() (int, error) {
 			return 1, l.endFrame()
 		}
 	}
-	// A large payload goes straight to its destination.
-	if rx.body && l.rbR == l.rbW && rx.left >= directRead && rx.di < len(rx.dst) && rx.dst[rx.di] != nil {
+	// A large payload goes straight to its destination, as much of it as the
+	// socket holds: a read that fills its part reads on.
+	for rx.body && l.rbR == l.rbW && rx.left >= directRead && rx.di < len(rx.dst) && rx.dst[rx.di] != nil {
 		d := rx.dst[rx.di][rx.doff:]
 		if uint32(len(d)) > rx.left {
 			d = d[:rx.left]
@@ -378,7 +381,9 @@ func (l *tcpLink) receive() (int, error) {
 		if rx.left == 0 {
 			return 1, l.endFrame()
 		}
-		return 0, nil
+		if m < len(d) {
+			return 0, nil // the socket is drained
+		}
 	}
 	if l.rbR == l.rbW {
 		l.rbR, l.rbW = 0, 0
@@ -682,7 +687,9 @@ func (l *tcpLink) beginSend() error {
 			st = verbs.StatusLocalProtectionError
 			break
 		}
-		rx.dst = append(rx.dst, b)
+		if n > 0 { // an empty element holds no bytes (nil would discard)
+			rx.dst = append(rx.dst, b)
+		}
 		rx.holds = append(rx.holds, h)
 		left -= n
 	}
@@ -888,7 +895,10 @@ func (l *tcpLink) postSend(wrs []verbs.SendWR) error {
 					ok = false
 					break
 				}
-				parts, holds = append(parts, b), append(holds, h)
+				holds = append(holds, h)
+				if len(b) > 0 { // an empty element holds no bytes (nil would discard)
+					parts = append(parts, b)
+				}
 			}
 		}
 		if !ok {
@@ -1073,8 +1083,4 @@ func currentKey() ([]byte, bool) {
 		return *k, true
 	}
 	return bootstrap.JobKey()
-}
-
-func keysEqual(a, b []byte) bool {
-	return len(a) == len(b) && subtle.ConstantTimeCompare(a, b) == 1
 }

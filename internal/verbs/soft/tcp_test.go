@@ -1,6 +1,7 @@
 package soft
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"io"
@@ -17,26 +18,54 @@ import (
 // listener's one-byte answer.
 func rawHello(t *testing.T, c *Context, qpn uint32, nonce uint64, key []byte) byte {
 	t.Helper()
+	conn, ans := helloFrom(t, c, nil, qpn, nonce, 0, 0, key)
+	conn.Close()
+	return ans
+}
+
+// helloFrom dials c's listener from local (nil: any address), proves key as the
+// dialer of a queue pair (srcQPN, srcNonce) to queue pair qpn, and returns the
+// connection and the listener's answer (whose proof, after helloOK, it checks).
+func helloFrom(t *testing.T, c *Context, local net.Addr, qpn uint32, nonce uint64, srcQPN uint32, srcNonce uint64, key []byte) (net.Conn, byte) {
+	t.Helper()
 	ip := net.IP(c.tcp.ip[:])
-	conn, err := net.DialTimeout("tcp", net.JoinHostPort(ip.String(), strconv.Itoa(int(c.tcp.port))), 5*time.Second)
+	d := net.Dialer{LocalAddr: local, Timeout: 5 * time.Second}
+	conn, err := d.Dial("tcp", net.JoinHostPort(ip.String(), strconv.Itoa(int(c.tcp.port))))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(time.Minute))
+	theirs := make([]byte, bootstrap.ChallengeLen)
+	if _, err := io.ReadFull(conn, theirs); err != nil {
+		t.Fatalf("reading the listener's challenge: %v", err)
+	}
 	h := make([]byte, helloLen)
 	binary.LittleEndian.PutUint32(h[0:], helloMagic)
 	binary.LittleEndian.PutUint32(h[4:], qpn)
 	binary.LittleEndian.PutUint64(h[8:], nonce)
-	binary.LittleEndian.PutUint16(h[28:], uint16(len(key)))
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := conn.Write(append(h, key...)); err != nil {
+	binary.LittleEndian.PutUint32(h[16:], srcQPN)
+	binary.LittleEndian.PutUint64(h[20:], srcNonce)
+	binary.LittleEndian.PutUint16(h[28:], bootstrap.ChallengeLen)
+	mine := bootstrap.Challenge()
+	msg := append(append(h, mine...), bootstrap.ProveKey(key, helloProofDialer, theirs, mine, h)...)
+	if _, err := conn.Write(msg); err != nil {
 		t.Fatal(err)
 	}
 	var ans [1]byte
 	if _, err := io.ReadFull(conn, ans[:]); err != nil {
 		t.Fatal(err)
 	}
-	return ans[0]
+	if ans[0] == helloOK {
+		proof := make([]byte, bootstrap.ChallengeLen)
+		if _, err := io.ReadFull(conn, proof); err != nil {
+			t.Fatalf("reading the listener's proof: %v", err)
+		}
+		if !bytes.Equal(proof, bootstrap.ProveKey(key, helloProofListener, mine, theirs)) {
+			t.Fatal("the listener accepted without proving the key")
+		}
+	}
+	conn.SetDeadline(time.Time{})
+	return conn, ans[0]
 }
 
 // TestTCPJobKey checks that a TCP connection presenting another job key, or

@@ -2,6 +2,7 @@ package soft
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -55,6 +56,7 @@ type tcpState struct {
 	port  uint16
 	mu    sync.Mutex
 	early map[uint32]earlyConn
+	err   error // why there is no listener
 }
 
 type earlyConn struct {
@@ -66,9 +68,17 @@ type earlyConn struct {
 // listen opens the context's listener once; peers on other nodes dial it.
 func (c *Context) listen() {
 	c.tcp.once.Do(func() {
-		ip := bootstrap.NodeAddr()
+		ip, err := bootstrap.ResolveNodeAddr()
+		if err != nil {
+			c.tcp.err = err
+			return
+		}
+		if noKey() {
+			ip = net.IPv4(127, 0, 0, 1) // node-local only: no key, no stranger
+		}
 		ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
 		if err != nil {
+			c.tcp.err = err
 			return
 		}
 		c.tcp.ln = ln
@@ -99,12 +109,29 @@ func (c *Context) acceptLoop(ln net.Listener) {
 	}
 }
 
+// The hello proves the job key both ways without sending it: the listener opens
+// with a random challenge; the dialer sends the hello header (whose length field
+// is the challenge length), its own challenge and an HMAC (bootstrap.ProveKey)
+// under the key of both challenges and the header; the listener checks it and
+// answers one byte, followed after helloOK by its own proof, which the dialer
+// checks before it sends anything else.
+const (
+	helloProofDialer   = "goportals soft hello: dialer"
+	helloProofListener = "goportals soft hello: listener"
+)
+
 // hello reads a dialer's greeting, checks the job key and the target queue pair,
 // and hands the connection over.
 func (c *Context) hello(conn net.Conn) {
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	mine := bootstrap.Challenge()
+	if _, err := conn.Write(mine); err != nil {
+		conn.Close()
+		return
+	}
 	var h [helloLen]byte
-	if _, err := io.ReadFull(conn, h[:]); err != nil || binary.LittleEndian.Uint32(h[0:]) != helloMagic {
+	if _, err := io.ReadFull(conn, h[:]); err != nil || binary.LittleEndian.Uint32(h[0:]) != helloMagic ||
+		binary.LittleEndian.Uint16(h[28:]) != bootstrap.ChallengeLen {
 		conn.Close()
 		return
 	}
@@ -112,17 +139,19 @@ func (c *Context) hello(conn net.Conn) {
 	dstNonce := binary.LittleEndian.Uint64(h[8:])
 	src := binary.LittleEndian.Uint32(h[16:])
 	srcNonce := binary.LittleEndian.Uint64(h[20:])
-	klen := binary.LittleEndian.Uint16(h[28:])
-	key := make([]byte, klen)
-	if _, err := io.ReadFull(conn, key); err != nil {
+	var cp [2 * bootstrap.ChallengeLen]byte
+	if _, err := io.ReadFull(conn, cp[:]); err != nil {
 		conn.Close()
 		return
 	}
-	if want, known := currentKey(); !known || !keysEqual(key, want) {
+	theirs, proof := cp[:bootstrap.ChallengeLen], cp[bootstrap.ChallengeLen:]
+	want, known := currentKey()
+	if !known || !hmac.Equal(proof, bootstrap.ProveKey(want, helloProofDialer, mine, theirs, h[:])) || (len(want) == 0 && !fromLoopback(conn)) {
 		conn.Write([]byte{helloKey})
 		conn.Close()
 		return
 	}
+	okAnswer := append([]byte{helloOK}, bootstrap.ProveKey(want, helloProofListener, theirs, mine)...)
 	var q *qp
 	if dstNonce == c.nonce {
 		c.mu.Lock()
@@ -143,8 +172,8 @@ func (c *Context) hello(conn net.Conn) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	switch {
-	case q.link != nil && q.link.conn == nil && q.link.peerQPN == src && q.link.peerNonce == srcNonce:
-		conn.Write([]byte{helloOK})
+	case q.link != nil && q.link.conn == nil && !q.link.failed.Load() && q.link.peerQPN == src && q.link.peerNonce == srcNonce:
+		conn.Write(okAnswer)
 		q.link.start(conn)
 	case q.State() == verbs.QPInit:
 		c.tcp.mu.Lock()
@@ -158,9 +187,25 @@ func (c *Context) hello(conn net.Conn) {
 		}
 		c.tcp.early[dst] = earlyConn{conn: conn, qpn: src, nonce: srcNonce}
 		c.tcp.mu.Unlock()
-		conn.Write([]byte{helloOK})
+		conn.Write(okAnswer)
+		// A queue pair that never connects closes the stream: the dialer's work
+		// fails instead of waiting for answers that never come.
+		time.AfterFunc(tcpConnectTimeout, func() { c.dropEarly(dst, conn) })
 	default:
 		conn.Write([]byte{helloNoQP})
+		conn.Close()
+	}
+}
+
+// dropEarly closes conn if it still waits for queue pair dst's Connect.
+func (c *Context) dropEarly(dst uint32, conn net.Conn) {
+	c.tcp.mu.Lock()
+	e, ok := c.tcp.early[dst]
+	if ok && e.conn == conn {
+		delete(c.tcp.early, dst)
+	}
+	c.tcp.mu.Unlock()
+	if ok && e.conn == conn {
 		conn.Close()
 	}
 }
@@ -180,7 +225,17 @@ func dials(ip [16]byte, port uint16, qpn uint32, rip [16]byte, rport uint16, rqp
 func (q *qp) connectTCP(a address) error {
 	c := q.ctx
 	if c.tcp.ln == nil || a.tcpPort == 0 {
-		return verbs.Errorf("connect", verbs.ErrUnreachable, fmt.Errorf("no TCP endpoint (listener unavailable)"))
+		why := "the peer has none"
+		if c.tcp.ln == nil {
+			why = "this process has none"
+			if c.tcp.err != nil {
+				why += ": " + c.tcp.err.Error()
+			}
+		}
+		return verbs.Errorf("connect", verbs.ErrUnreachable, fmt.Errorf("no TCP endpoint (%s)", why))
+	}
+	if noKey() && (a.boot != bootID() || a.netns != netnsID()) {
+		return verbs.Errorf("connect", verbs.ErrUnreachable, bootstrap.ErrNoJobKey)
 	}
 	l := &tcpLink{q: q, pending: map[uint64]*tcpPending{}, done: make(chan struct{}), peerQPN: a.qpn, peerNonce: a.nonce}
 	if dials(c.tcp.ip, c.tcp.port, q.num, a.tcpIP, a.tcpPort, a.qpn) {
@@ -198,12 +253,45 @@ func (q *qp) connectTCP(a address) error {
 		c.tcp.mu.Unlock()
 		if ok && e.qpn == a.qpn && e.nonce == a.nonce {
 			l.start(e.conn)
-		} else if ok {
-			e.conn.Close()
+		} else {
+			if ok {
+				e.conn.Close()
+			}
+			time.AfterFunc(tcpConnectTimeout, l.connectDeadline)
 		}
 	}
 	q.state.Store(uint32(verbs.QPReady))
 	return nil
+}
+
+// noKey reports whether this process has no job key: it then listens on the
+// loopback interface only and accepts connections from its own node only.
+func noKey() bool {
+	key, known := currentKey()
+	return known && len(key) == 0
+}
+
+// fromLoopback reports whether conn comes from a loopback address.
+func fromLoopback(conn net.Conn) bool {
+	a, ok := conn.RemoteAddr().(*net.TCPAddr)
+	return ok && a.IP.IsLoopback()
+}
+
+// connectDeadline fails the link if the peer has not connected yet: its work
+// completes with errors instead of waiting forever.
+func (l *tcpLink) connectDeadline() {
+	q := l.q
+	q.mu.Lock()
+	l.txMu.Lock()
+	late := l.conn == nil && !l.failed.Load()
+	l.txMu.Unlock()
+	if late {
+		l.failed.Store(true) // refuses a hello from now on (hello holds q.mu)
+	}
+	q.mu.Unlock()
+	if late {
+		l.broken(fmt.Errorf("the peer did not connect within %v", tcpConnectTimeout))
+	}
 }
 
 // dialPeer opens the stream to a's listener and greets it.
@@ -217,18 +305,28 @@ func dialPeer(a address, qpn uint32, nonce uint64) (net.Conn, error) {
 	if err != nil {
 		return nil, verbs.Errorf("connect", verbs.ErrUnreachable, err)
 	}
-	h := make([]byte, helloLen, helloLen+len(key))
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	theirs := make([]byte, bootstrap.ChallengeLen)
+	if _, err := io.ReadFull(conn, theirs); err != nil {
+		conn.Close()
+		return nil, verbs.Errorf("connect", verbs.ErrUnreachable, err)
+	}
+	h := make([]byte, helloLen, helloLen+2*bootstrap.ChallengeLen)
 	binary.LittleEndian.PutUint32(h[0:], helloMagic)
 	binary.LittleEndian.PutUint32(h[4:], a.qpn)
 	binary.LittleEndian.PutUint64(h[8:], a.nonce)
 	binary.LittleEndian.PutUint32(h[16:], qpn)
 	binary.LittleEndian.PutUint64(h[20:], nonce)
-	binary.LittleEndian.PutUint16(h[28:], uint16(len(key)))
-	h = append(h, key...)
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
-	var ans [1]byte
+	binary.LittleEndian.PutUint16(h[28:], bootstrap.ChallengeLen)
+	mine := bootstrap.Challenge()
+	proof := bootstrap.ProveKey(key, helloProofDialer, theirs, mine, h)
+	h = append(append(h, mine...), proof...)
+	var ans [1 + bootstrap.ChallengeLen]byte
 	if _, err := conn.Write(h); err == nil {
-		_, err = io.ReadFull(conn, ans[:])
+		_, err = io.ReadFull(conn, ans[:1])
+		if err == nil && ans[0] == helloOK {
+			_, err = io.ReadFull(conn, ans[1:])
+		}
 		if err != nil {
 			conn.Close()
 			return nil, verbs.Errorf("connect", verbs.ErrUnreachable, err)
@@ -240,6 +338,10 @@ func dialPeer(a address, qpn uint32, nonce uint64) (net.Conn, error) {
 	conn.SetDeadline(time.Time{})
 	switch ans[0] {
 	case helloOK:
+		if !hmac.Equal(ans[1:], bootstrap.ProveKey(key, helloProofListener, mine, theirs)) {
+			conn.Close()
+			return nil, verbs.Errorf("connect", verbs.ErrUnreachable, errors.New("the peer did not prove the job key (another job's process, or an impostor)"))
+		}
 		return conn, nil
 	case helloKey:
 		conn.Close()
