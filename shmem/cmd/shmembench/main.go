@@ -4,6 +4,16 @@
 // access rate. PE 0 issues; PE 1 waits in a barrier (so its progress runs on
 // its waiting goroutine) and the other PEs, if any, only join the barriers;
 // every PE takes part in the barrier and random-access tests.
+//
+// Some lines are shaped like the tests of Sandia OpenSHMEM's performance suite
+// so that the two can be compared (compare-sos.sh runs both): "put 8 B +
+// quiet" is shmem_latency_put_perf's 8-byte row (a put, then quiet, per
+// iteration), "put N B xW + quiet" is shmem_bw_put_perf's row for N bytes
+// (windows of W blocking puts, each window ended by quiet; -window, -windows),
+// "fetch-add 64-bit" is the time per call of shmem_bw_atomics_perf's
+// fetch_add row for unsigned long, and the random access test is the HPCC
+// RandomAccess update loop of SOS's gups app (whose -m is bytes per PE, where
+// -gups-m here is bytes in the whole table).
 package main
 
 import (
@@ -30,11 +40,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	size := fs.Int("size", 1<<20, "bytes per bandwidth transfer")
 	gupsBytes := fs.Int("gups-m", 1<<26, "random access: bytes in the whole table (a power of two)")
 	gupsN := fs.Int("gups-n", 1000000, "random access: updates per PE (0: skip)")
+	gupsVerify := fs.Bool("gups-verify", true, "random access: apply the updates again, untimed, and check that the table is restored")
+	window := fs.Int("window", 64, "puts per quiet in the windowed bandwidth test")
+	windows := fs.Int("windows", 100, "windows in the windowed bandwidth test")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *iters <= 0 || *bwIters <= 0 || *size <= 0 || *gupsN < 0 || *gupsBytes < 64 || *gupsBytes&(*gupsBytes-1) != 0 {
-		fmt.Fprintln(stderr, "shmembench: -iters, -bw-iters and -size must be positive, -gups-n not negative, -gups-m a power of two of at least 64")
+	if *iters <= 0 || *bwIters <= 0 || *size <= 0 || *window <= 0 || *windows <= 0 || *gupsN < 0 || *gupsBytes < 64 || *gupsBytes&(*gupsBytes-1) != 0 {
+		fmt.Fprintln(stderr, "shmembench: -iters, -bw-iters, -size, -window and -windows must be positive, -gups-n not negative, -gups-m a power of two of at least 64")
 		return 2
 	}
 	ctx := context.Background()
@@ -43,9 +56,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "shmembench:", err)
 		return 1
 	}
-	err = bench(ctx, w, *iters, *bwIters, *size, stdout)
+	err = bench(ctx, w, *iters, *bwIters, *size, *window, *windows, stdout)
 	if err == nil && *gupsN > 0 {
-		err = randomAccess(ctx, w, *gupsBytes, *gupsN, stdout)
+		err = randomAccess(ctx, w, *gupsBytes, *gupsN, *gupsVerify, stdout)
 	}
 	err = errors.Join(err, w.Close(ctx))
 	if err != nil {
@@ -95,7 +108,7 @@ func timedThen(ctx context.Context, w *shmem.World, n int, f, finish func() erro
 	return per, w.BarrierAll(ctx)
 }
 
-func bench(ctx context.Context, w *shmem.World, iters, bwIters, size int, out io.Writer) error {
+func bench(ctx context.Context, w *shmem.World, iters, bwIters, size, window, windows int, out io.Writer) error {
 	if w.NPEs() < 2 {
 		return fmt.Errorf("needs at least 2 PEs, have %d", w.NPEs())
 	}
@@ -189,6 +202,19 @@ func bench(ctx context.Context, w *shmem.World, iters, bwIters, size int, out io
 		return err
 	}
 	report(fmt.Sprintf("put %d B + quiet", size), d, bw(d))
+	d, err = timed(ctx, w, windows, func() error {
+		for j := 0; j < window; j++ {
+			if err := shmem.Put(ctx, c, buf, data, 1); err != nil {
+				return err
+			}
+		}
+		return c.Quiet(ctx)
+	})
+	if err != nil {
+		return err
+	}
+	d /= time.Duration(window)
+	report(fmt.Sprintf("put %d B x%d + quiet", size, window), d, bw(d))
 	goBuf := make([]byte, size)
 	d, err = timed(ctx, w, bwIters, func() error { return shmem.Get(ctx, c, goBuf, buf, 1) })
 	if err != nil {
@@ -200,8 +226,11 @@ func bench(ctx context.Context, w *shmem.World, iters, bwIters, size int, out io
 
 // randomAccess times GUPS-style updates: every PE XORs a pseudo-random value
 // into a pseudo-random word of a table spread over all PEs (the HPCC
-// RandomAccess generator, as examples/gups), with non-fetching atomics.
-func randomAccess(ctx context.Context, w *shmem.World, tableBytes, n int, out io.Writer) error {
+// RandomAccess generator, as examples/gups), with non-fetching atomics. The
+// table starts as its words' global indexes, written before the timed part
+// (as the HPCC code does, so no page is first touched while timed); with
+// verify the same updates are applied again, untimed, which must restore it.
+func randomAccess(ctx context.Context, w *shmem.World, tableBytes, n int, verify bool, out io.Writer) error {
 	npes := w.NPEs()
 	words := tableBytes / 8
 	if npes&(npes-1) != 0 || words < npes {
@@ -212,34 +241,67 @@ func randomAccess(ctx context.Context, w *shmem.World, tableBytes, n int, out io
 	for 1<<shift < local {
 		shift++
 	}
-	table, err := shmem.Calloc[uint64](ctx, w, local)
+	table, err := shmem.Malloc[uint64](ctx, w, local)
 	if err != nil {
 		return err
 	}
+	base := uint64(w.MyPE() * local)
+	for i := range table.Local() {
+		table.Local()[i] = base + uint64(i)
+	}
 	c := w.Ctx()
-	ran := uint64(w.MyPE())*0x9e3779b97f4a7c15 | 1
+	update := func() error {
+		ran := uint64(w.MyPE())*0x9e3779b97f4a7c15 | 1
+		for i := 0; i < n; i++ {
+			if int64(ran) < 0 {
+				ran = ran<<1 ^ 7
+			} else {
+				ran <<= 1
+			}
+			g := int(ran & uint64(words-1))
+			if err := shmem.AtomicXor(ctx, c, table.At(g&(local-1)), ran, g>>shift); err != nil {
+				return err
+			}
+		}
+		return w.BarrierAll(ctx) // completes this PE's updates, then waits for all
+	}
 	if err := w.BarrierAll(ctx); err != nil {
 		return err
 	}
 	start := time.Now()
-	for i := 0; i < n; i++ {
-		if int64(ran) < 0 {
-			ran = ran<<1 ^ 7
-		} else {
-			ran <<= 1
-		}
-		g := int(ran & uint64(words-1))
-		if err := shmem.AtomicXor(ctx, c, table.At(g&(local-1)), ran, g>>shift); err != nil {
-			return err
-		}
-	}
-	if err := w.BarrierAll(ctx); err != nil {
+	if err := update(); err != nil {
 		return err
 	}
 	d := time.Since(start)
+	check := ""
+	if verify {
+		if err := update(); err != nil {
+			return err
+		}
+		errs, err := shmem.Calloc[int64](ctx, w, 2)
+		if err != nil {
+			return err
+		}
+		for i, v := range table.Local() {
+			if v != base+uint64(i) {
+				errs.Local()[0]++
+			}
+		}
+		if err := shmem.SumReduce(ctx, w, errs.Slice(1, 2), errs.Slice(0, 1), 1); err != nil {
+			return err
+		}
+		bad := errs.Local()[1]
+		if err := shmem.Free(ctx, errs); err != nil {
+			return err
+		}
+		if bad != 0 {
+			return fmt.Errorf("random access: %d of %d words wrong after applying the updates twice", bad, words)
+		}
+		check = ", verified"
+	}
 	if w.MyPE() == 0 {
-		fmt.Fprintf(out, "%-28s %9.6f GUP/s  (%d updates per PE, %d-byte table, %.3f s)\n", "random access (GUPS)",
-			float64(n*npes)/d.Seconds()/1e9, n, tableBytes, d.Seconds())
+		fmt.Fprintf(out, "%-28s %9.6f GUP/s  (%d updates per PE, %d-byte table, %.3f s%s)\n", "random access (GUPS)",
+			float64(n*npes)/d.Seconds()/1e9, n, tableBytes, d.Seconds(), check)
 	}
 	return shmem.Free(ctx, table)
 }

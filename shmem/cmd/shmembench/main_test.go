@@ -19,7 +19,7 @@ import (
 // TestUsage: bad flags are refused with status 2 before the job starts.
 func TestUsage(t *testing.T) {
 	var out, errb bytes.Buffer
-	for _, args := range [][]string{{"-iters", "0"}, {"-size", "-1"}, {"-gups-m", "1000"}, {"-gups-n", "-2"}, {"-nosuch"}} {
+	for _, args := range [][]string{{"-iters", "0"}, {"-size", "-1"}, {"-gups-m", "1000"}, {"-gups-n", "-2"}, {"-window", "0"}, {"-windows", "-1"}, {"-nosuch"}} {
 		if code := run(args, &out, &errb); code != 2 {
 			t.Errorf("%v: status %d, want 2", args, code)
 		}
@@ -45,7 +45,7 @@ func TestBench(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := bootstrap.Launch(ctx, bootstrap.LaunchConfig{N: 2,
-		Argv: []string{bin, "-iters", "50", "-bw-iters", "5", "-size", "65536", "-gups-m", "65536", "-gups-n", "500"},
+		Argv: []string{bin, "-iters", "50", "-bw-iters", "5", "-size", "65536", "-window", "4", "-windows", "3", "-gups-m", "65536", "-gups-n", "500"},
 		Env:  append(os.Environ(), "GORACE=atexit_sleep_ms=0"), Stdout: &stdout, Stderr: &stderr,
 		Timeout: 110 * time.Second})
 	out := stdout.String() + stderr.String()
@@ -62,7 +62,8 @@ func TestBench(t *testing.T) {
 		`(?m)^fetch-add 64-bit +([0-9.]+) us$`,
 		`(?m)^barrier_all \(2 PEs\) +([0-9.]+) us$`,
 		`(?m)^put 65536 B \+ quiet +([0-9.]+) us +[0-9.]+ GB/s$`,
-		`(?m)^random access \(GUPS\) +([0-9.]+) GUP/s`,
+		`(?m)^put 65536 B x4 \+ quiet +([0-9.]+) us +[0-9.]+ GB/s$`,
+		`(?m)^random access \(GUPS\) +([0-9.]+) GUP/s .*, verified\)$`,
 	} {
 		g := regexp.MustCompile(re).FindStringSubmatch(stdout.String())
 		if g == nil {
