@@ -25,11 +25,18 @@ import (
 // NAK, data or the old value), so the initiator completes a work request only once
 // the target has run it, as a reliable connection does.
 //
-// The sockets are driven by the context's progress, inside the application's
-// polls and by the progress goroutine, with non-blocking reads and writes: no
-// goroutine hand-off sits on the path of a message, and a spinning poller never
-// waits for the Go scheduler to run a reader. A watcher goroutine per link only
-// wakes the sleeping progress goroutine when data arrives while nobody polls.
+// One goroutine per context, the poller (Linux: tcppoll_linux.go), reads the
+// sockets: it waits in the kernel (epoll) until a socket holds data or has room
+// for frames that wait, reads and serves what arrived, and pushes the
+// completions, which wake the completion queues' waiters. Polls never touch a
+// socket, so callers that spin on Poll (the engine's waits) cost no system call
+// per round and a non-blocking Poll never blocks. Requests are written by the
+// goroutine that posts them, with the header and the payload, straight from the
+// registered memory, in one vectored write; the ACK of a SEND or WRITE waits up
+// to tcpAnswerDelay for the next frame the link sends and rides with it (a
+// ping-pong's reply carries the ACK of the request it answers). Elsewhere a
+// watcher goroutine per link wakes the context's progress goroutine when data
+// arrives, and the context's progress reads the sockets without blocking.
 
 // Frame kinds.
 const (
@@ -166,6 +173,17 @@ type tcpLink struct {
 	reads   int        // READs and atomics awaiting their answer
 	held    []*outItem // frames behind a fence, waiting for reads to finish
 
+	// Socket calls: reads, reads that found nothing, vectored writes.
+	nReads, nEmpty, nWrites atomic.Uint64
+
+	// viaPoller: the context's poller reads the socket (set before the link
+	// runs). txWait: frames wait for room in the socket. ackDue: when an answer
+	// queued to ride the next write must go anyway (tcpClock; 0: none waits).
+	viaPoller bool
+	txWait    atomic.Bool
+	ackDue    atomic.Int64
+	epIn      uint32 // the poller's registered interest (epoll events; poller only)
+
 	failed  atomic.Bool
 	dead    atomic.Bool // a completion already reported the peer's loss
 	stalled atomic.Bool // an incoming SEND waits for a posted receive
@@ -207,9 +225,15 @@ func (l *tcpLink) start(conn net.Conn) {
 	l.txMu.Lock()
 	l.conn = conn
 	l.txMu.Unlock()
-	l.q.ctx.addLink(l)
-	l.wg.Add(1)
-	go l.watch(rc)
+	c := l.q.ctx
+	l.viaPoller = c.usePoller()
+	c.addLink(l)
+	if l.viaPoller {
+		c.wakePoller()
+	} else {
+		l.wg.Add(1)
+		go l.watch(rc)
+	}
 	l.flushTx()
 }
 
@@ -286,7 +310,11 @@ func (l *tcpLink) flushTx() bool {
 			}
 		}
 		n, err := writev(l.fd, l.iov)
+		l.nWrites.Add(1)
 		if err == syscall.EAGAIN {
+			if !l.txWait.Swap(true) && l.viaPoller {
+				l.q.ctx.wakePoller() // it waits for room in the socket
+			}
 			return true
 		}
 		if err != nil {
@@ -319,45 +347,87 @@ func (l *tcpLink) flushTx() bool {
 		clear(l.out[:k])
 		l.out = append(l.out[:0], l.out[k:]...)
 	}
+	if l.txWait.Load() {
+		l.txWait.Store(false)
+	}
+	if l.ackDue.Load() != 0 {
+		l.ackDue.Store(0)
+		l.q.ctx.tcp.acks.Add(-1)
+	}
 	return false
 }
 
-// poll runs one round of the link: sends what waits, receives and serves what
-// arrived. It returns the number of frames handled (or 1 while data waits to go).
+// poll runs one round of the link for the context's progress, without
+// blocking: it receives and serves what arrived, and sends what waits (where the
+// poller serves the link, only frames that wait for room and answers whose
+// delay ran out: the others ride with the next request). It returns the number
+// of frames handled (or 1 while data waits to go).
 func (l *tcpLink) poll() int {
 	n := 0
-	if l.flushTx() {
+	if l.viaPoller {
+		l.q.ctx.tcp.polls.Add(1) // the poller's goroutine naps meanwhile
+		if l.txWait.Load() || l.ackOverdue() {
+			if l.flushTx() {
+				n = 1
+			}
+		}
+	} else if l.flushTx() {
 		n = 1
 	}
+	return n + l.pollRx()
+}
+
+// ackOverdue reports whether an answer waits for a frame to ride with longer
+// than tcpAnswerDelay.
+func (l *tcpLink) ackOverdue() bool {
+	due := l.ackDue.Load()
+	return due != 0 && due <= tcpClock()
+}
+
+// pollRx receives and serves frames until the socket is drained, or an incoming
+// SEND waits for a receive. It returns the number of frames served.
+func (l *tcpLink) pollRx() int {
 	if !l.rxMu.TryLock() {
-		return n
+		return 0
 	}
 	defer l.rxMu.Unlock()
 	if l.failed.Load() {
-		return n
+		return 0
 	}
+	n := 0
 	for {
-		got, err := l.receive()
+		got, drained, err := l.receive()
+		n += got
 		if err != nil {
-			go l.broken(err)
-			return n + got
-		}
-		if got == 0 {
+			l.lost(err)
 			return n
 		}
-		n += got
+		if drained || l.rx.waitRecv {
+			return n
+		}
 	}
 }
 
-// receive reads what the socket holds and serves the complete frames (rxMu held).
-func (l *tcpLink) receive() (int, error) {
+// lost fails the link after a socket error (rxMu held).
+func (l *tcpLink) lost(err error) {
+	if l.viaPoller {
+		l.q.ctx.unwatch(l) // the socket stays readable (EOF) until it closes
+	}
+	// broken takes the queue pair's lock, and shut rxMu: not from here.
+	go l.broken(err)
+}
+
+// receive reads what the socket holds and serves the complete frames (rxMu
+// held). drained says the last read found the socket empty (or took less than
+// it asked for: the socket held no more at that time).
+func (l *tcpLink) receive() (frames int, drained bool, err error) {
 	rx := &l.rx
 	if rx.waitRecv {
 		if err := l.beginSend(); err != nil || rx.waitRecv {
-			return 0, err
+			return 0, false, err
 		}
 		if rx.left == 0 {
-			return 1, l.endFrame()
+			return 1, false, l.endFrame()
 		}
 	}
 	// A large payload goes straight to its destination, as much of it as the
@@ -367,39 +437,39 @@ func (l *tcpLink) receive() (int, error) {
 		if uint32(len(d)) > rx.left {
 			d = d[:rx.left]
 		}
-		m, err := syscall.Read(l.fd, d)
+		m, err := l.read(d)
 		if err == syscall.EAGAIN {
-			return 0, nil
+			return 0, true, nil
 		}
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		if m == 0 {
-			return 0, errors.New("connection closed by peer")
+			return 0, false, errors.New("connection closed by peer")
 		}
 		l.advance(m)
 		if rx.left == 0 {
-			return 1, l.endFrame()
+			return 1, m < len(d), l.endFrame()
 		}
 		if m < len(d) {
-			return 0, nil // the socket is drained
+			return 0, true, nil // the socket is drained
 		}
 	}
 	if l.rbR == l.rbW {
 		l.rbR, l.rbW = 0, 0
-		m, err := syscall.Read(l.fd, l.rb)
+		m, err := l.read(l.rb)
 		if err == syscall.EAGAIN {
-			return 0, nil
+			return 0, true, nil
 		}
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		if m == 0 {
-			return 0, errors.New("connection closed by peer")
+			return 0, false, errors.New("connection closed by peer")
 		}
 		l.rbW = m
+		drained = m < len(l.rb)
 	}
-	frames := 0
 	for l.rbR < l.rbW {
 		if !rx.body {
 			c := copy(rx.hdr[rx.have:], l.rb[l.rbR:l.rbW])
@@ -412,15 +482,15 @@ func (l *tcpLink) receive() (int, error) {
 			rx.have = 0
 			rx.f.get(rx.hdr[:])
 			if err := l.beginFrame(); err != nil {
-				return frames, err
+				return frames, false, err
 			}
 			if rx.waitRecv {
-				return frames, nil
+				return frames, false, nil
 			}
 			if rx.left == 0 {
 				frames++
 				if err := l.endFrame(); err != nil {
-					return frames, err
+					return frames, false, err
 				}
 			}
 			continue
@@ -441,11 +511,21 @@ func (l *tcpLink) receive() (int, error) {
 		if rx.left == 0 {
 			frames++
 			if err := l.endFrame(); err != nil {
-				return frames, err
+				return frames, false, err
 			}
 		}
 	}
-	return frames, nil
+	return frames, drained, nil
+}
+
+// read reads from the socket (non-blocking) and counts the call.
+func (l *tcpLink) read(b []byte) (int, error) {
+	m, err := syscall.Read(l.fd, b)
+	l.nReads.Add(1)
+	if err == syscall.EAGAIN {
+		l.nEmpty.Add(1)
+	}
+	return m, err
 }
 
 // advance records n payload bytes placed (or discarded).
@@ -601,24 +681,32 @@ func (l *tcpLink) endFrame() error {
 	switch act {
 	case actNak:
 		l.answer(frNak, rx.tok, rx.st, 0)
+	// The answer is queued before the completion is pushed: a reply the
+	// application posts on seeing the completion then carries it.
 	case actWrite:
-		if f.flags&ffImm != 0 && !l.deliverImm(f.imm, f.n) {
+		if f.flags&ffImm == 0 {
+			l.answer(frAck, rx.tok, verbs.StatusSuccess, 0)
+			break
+		}
+		wc, ok := l.consumeImm(f.imm, f.n)
+		if !ok {
 			l.answer(frNak, rx.tok, verbs.StatusRNRRetryExceeded, 0)
 			break
 		}
 		l.answer(frAck, rx.tok, verbs.StatusSuccess, 0)
+		l.q.rcq.push(wc)
 	case actSend:
 		q := l.q
 		wc := verbs.WorkCompletion{ID: rx.recvID, Status: rx.st, Opcode: verbs.WCRecv, ByteLen: f.n, QPNum: q.num}
 		if f.flags&ffImm != 0 {
 			wc.Flags, wc.Imm = verbs.WCWithImm, f.imm
 		}
-		q.rcq.push(wc)
 		if rx.st != verbs.StatusSuccess {
 			l.answer(frNak, rx.tok, verbs.StatusRemoteOperationError, 0)
-			break
+		} else {
+			l.answer(frAck, rx.tok, verbs.StatusSuccess, 0)
 		}
-		l.answer(frAck, rx.tok, verbs.StatusSuccess, 0)
+		q.rcq.push(wc)
 	case actReadRsp:
 		l.complete(rx.tok, verbs.StatusSuccess, f.n)
 	}
@@ -709,31 +797,59 @@ func (l *tcpLink) beginSend() error {
 	return nil
 }
 
+// tcpAnswerDelay is how long the ACK of a SEND or WRITE waits for a frame to
+// ride with (a variable for the tests).
+var tcpAnswerDelay = 0 * time.Microsecond
+
 // rnrWait is how long an incoming SEND waits for a posted receive.
 const rnrWait = 5 * time.Second
 
-// deliverImm consumes a posted receive for an RDMA WRITE with immediate.
-func (l *tcpLink) deliverImm(imm uint32, n uint32) bool {
+// consumeImm consumes a posted receive for an RDMA WRITE with immediate and
+// returns the completion to push (false: no receive is posted).
+func (l *tcpLink) consumeImm(imm uint32, n uint32) (verbs.WorkCompletion, bool) {
 	q := l.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.rqHead == q.rqTail {
-		return false
+		return verbs.WorkCompletion{}, false
 	}
 	e := &q.rq[q.rqHead%uint64(len(q.rq))]
 	q.rqHead++
-	q.rcq.push(verbs.WorkCompletion{ID: e.id, Status: verbs.StatusSuccess, Opcode: verbs.WCRecvRDMAWithImm,
-		ByteLen: n, QPNum: q.num, Flags: verbs.WCWithImm, Imm: imm})
-	return true
+	return verbs.WorkCompletion{ID: e.id, Status: verbs.StatusSuccess, Opcode: verbs.WCRecvRDMAWithImm,
+		ByteLen: n, QPNum: q.num, Flags: verbs.WCWithImm, Imm: imm}, true
 }
 
-// answer queues a response frame with no payload.
+// answer queues a response frame with no payload. An ACK is not written at once
+// where the poller serves the link: it rides with the next frame the link sends
+// (the reply the application posts to the SEND it answers), or goes alone after
+// tcpAnswerDelay. Other answers (NAKs, atomics' old values) are written at once.
 func (l *tcpLink) answer(kind uint8, tok uint64, st verbs.Status, old uint64) {
 	it := l.item()
 	f := frame{kind: kind, token: tok, status: uint8(st), a: old}
 	f.put(it.hdr[:])
-	l.enqueue(it)
+	if kind != frAck || !l.viaPoller {
+		l.enqueue(it)
+		return
+	}
+	raceRelease()
+	l.txMu.Lock()
+	if l.failed.Load() {
+		l.txMu.Unlock()
+		return
+	}
+	l.out = append(l.out, it)
+	if l.ackDue.Load() == 0 {
+		l.ackDue.Store(tcpClock() + int64(tcpAnswerDelay))
+		l.q.ctx.tcp.acks.Add(1)
+	}
+	l.txMu.Unlock()
 }
+
+// tcpEpoch is the origin of tcpClock.
+var tcpEpoch = time.Now()
+
+// tcpClock returns monotonic nanoseconds since tcpEpoch.
+func tcpClock() int64 { return int64(time.Since(tcpEpoch)) }
 
 // item returns a reusable frame item (an answer, or a READ's data).
 func (l *tcpLink) item() *outItem {
@@ -784,6 +900,9 @@ func (l *tcpLink) shut() {
 			}
 		}
 		l.out = nil
+		if l.ackDue.Swap(0) != 0 {
+			l.q.ctx.tcp.acks.Add(-1)
+		}
 		l.txMu.Unlock()
 		for _, h := range l.rx.holds {
 			release(h)
@@ -799,6 +918,9 @@ func (l *tcpLink) shut() {
 		l.held = nil
 		l.pmu.Unlock()
 		l.q.ctx.removeLink(l)
+		if l.viaPoller {
+			l.q.ctx.leavePoller()
+		}
 	})
 }
 

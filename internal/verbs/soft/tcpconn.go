@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,6 +58,19 @@ type tcpState struct {
 	mu    sync.Mutex
 	early map[uint32]earlyConn
 	err   error // why there is no listener
+
+	// pmu guards the poller that reads the links' sockets (tcppoll_linux.go):
+	// served counts the links handed to it and not yet shut; it ends when none
+	// is left. noPoller: the kernel refused one; links are watched instead.
+	pmu      sync.Mutex
+	poller   *tcpPoller
+	served   int
+	noPoller bool
+
+	// polls counts the links' rounds run by the context's progress (callers that
+	// poll); acks counts the links whose answers wait to ride with a request.
+	polls atomic.Uint64
+	acks  atomic.Int32
 }
 
 type earlyConn struct {

@@ -1,0 +1,339 @@
+package soft
+
+import (
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// tcpPoller serves a context's links while nobody polls the context: one
+// goroutine that waits in epoll_wait (level-triggered) until a socket holds
+// data, has room for frames that wait (txWait), or an eventfd wakes it; then it
+// reads and serves the links that are ready, sends the answers whose delay ran
+// out, and retries the SENDs that wait for a receive. While callers poll (their
+// rounds read the sockets without blocking) it naps, for tcpNap or until a
+// caller about to block kicks it (wakePoller): a thread woken in the kernel for
+// every message would take a spinning caller's core on a busy host, and the
+// caller finds the data itself. It ends when the context's last link is shut,
+// and starts again with the next.
+type tcpPoller struct {
+	c      *Context
+	ep     int // epoll descriptor
+	evfd   int // eventfd: wakes the kernel wait
+	woken  atomic.Bool
+	asleep atomic.Bool         // in the kernel wait
+	kickCh chan struct{}       // ends the nap
+	seen   *[]*tcpLink         // the link list last registered
+	regs   map[*tcpLink]int32  // registered links and their epoll names
+	byID   map[int32]*tcpLink  // epoll name → link (0 is the eventfd)
+	next   int32               // the next name
+	evs    [32]unix.EpollEvent // epoll_wait's results
+}
+
+// tcpNap is how long the poller's goroutine steps aside while callers poll the
+// context.
+const tcpNap = 200 * time.Microsecond
+
+// tcpStallRetry is how often the poller retries a SEND that waits for a receive
+// when no PostRecv wakes it (the receive's arrival wakes it at once).
+const tcpStallRetry = time.Millisecond
+
+// usePoller hands a link that is starting to the context's poller, starting the
+// poller if none runs; false: there is none (the kernel refused epoll or an
+// eventfd), and the link is watched the portable way.
+func (c *Context) usePoller() bool {
+	t := &c.tcp
+	t.pmu.Lock()
+	defer t.pmu.Unlock()
+	if t.noPoller {
+		return false
+	}
+	if t.poller == nil {
+		p, err := newTCPPoller(c)
+		if err != nil {
+			t.noPoller = true
+			return false
+		}
+		t.poller = p
+		go p.run()
+	}
+	t.served++
+	return true
+}
+
+// leavePoller says that a link served by the poller is shut.
+func (c *Context) leavePoller() {
+	t := &c.tcp
+	t.pmu.Lock()
+	t.served--
+	if t.poller != nil {
+		t.poller.wake()
+	}
+	t.pmu.Unlock()
+}
+
+// wakePoller ends the poller's nap or kernel wait: a link started, a link's
+// frames wait for room, a receive was posted for a SEND that waits for one, or
+// a caller stops polling to block.
+func (c *Context) wakePoller() {
+	t := &c.tcp
+	t.pmu.Lock()
+	if t.poller != nil {
+		t.poller.wake()
+	}
+	t.pmu.Unlock()
+}
+
+// unwatch stops watching a link whose socket failed (rxMu held, the socket
+// still open): its end of file would wake the poller until the socket closes.
+// (The poller's record of the link's interest stays: the link is failing.)
+func (c *Context) unwatch(l *tcpLink) {
+	if ep := c.tcp.pollerEp(); ep >= 0 {
+		unix.EpollCtl(ep, unix.EPOLL_CTL_DEL, l.fd, nil)
+	}
+}
+
+// pollerEp returns the poller's epoll descriptor (-1: none).
+func (t *tcpState) pollerEp() int {
+	t.pmu.Lock()
+	defer t.pmu.Unlock()
+	if t.poller == nil {
+		return -1
+	}
+	return t.poller.ep
+}
+
+func newTCPPoller(c *Context) (*tcpPoller, error) {
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	evfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		unix.Close(ep)
+		return nil, err
+	}
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, evfd, &unix.EpollEvent{Events: unix.EPOLLIN}); err != nil {
+		unix.Close(ep)
+		unix.Close(evfd)
+		return nil, err
+	}
+	return &tcpPoller{c: c, ep: ep, evfd: evfd, kickCh: make(chan struct{}, 1),
+		regs: map[*tcpLink]int32{}, byID: map[int32]*tcpLink{}, next: 1}, nil
+}
+
+// wake ends the poller's nap, or its kernel wait (once until it looks again).
+func (p *tcpPoller) wake() {
+	select {
+	case p.kickCh <- struct{}{}:
+	default:
+	}
+	if !p.asleep.Load() || p.woken.Swap(true) {
+		return
+	}
+	one := [8]byte{1}
+	unix.Write(p.evfd, one[:])
+}
+
+func (p *tcpPoller) run() {
+	polls := &p.c.tcp.polls
+	last := polls.Load()
+	nap := time.NewTimer(time.Hour)
+	nap.Stop()
+	for {
+		if !p.sync() {
+			nap.Stop()
+			return
+		}
+		if v := polls.Load(); v != last {
+			last = v
+			nap.Reset(tcpNap)
+			select {
+			case <-nap.C:
+			case <-p.kickCh:
+				nap.Stop()
+			}
+			continue
+		}
+		timeout := p.tend()
+		p.asleep.Store(true)
+		if polls.Load() != last || len(p.kickCh) > 0 {
+			p.asleep.Store(false)
+			select {
+			case <-p.kickCh:
+			default:
+			}
+			continue
+		}
+		n, err := epollWait(p.ep, p.evs[:], timeout)
+		p.asleep.Store(false)
+		if err != nil && err != unix.EINTR {
+			// Not expected (the descriptors are ours): do not spin on it.
+			time.Sleep(tcpStallRetry)
+			continue
+		}
+		for i := 0; i < n; i++ {
+			e := &p.evs[i]
+			if e.Fd == 0 {
+				var b [8]byte
+				unix.Read(p.evfd, b[:])
+				p.woken.Store(false)
+				continue
+			}
+			l := p.byID[e.Fd]
+			if l == nil {
+				continue
+			}
+			if e.Events&unix.EPOLLOUT != 0 {
+				l.flushTx()
+			}
+			if e.Events&^unix.EPOLLOUT != 0 {
+				l.pollRx()
+			}
+		}
+	}
+}
+
+// sync registers the links started since the last look and forgets the ones
+// shut; it returns false (and the poller ends) when no link is served.
+func (p *tcpPoller) sync() bool {
+	c := p.c
+	cur := c.links.Load()
+	if cur != p.seen {
+		p.seen = cur
+		var ls []*tcpLink
+		if cur != nil {
+			ls = *cur
+		}
+		keep := make(map[*tcpLink]bool, len(ls))
+		for _, l := range ls {
+			if !l.viaPoller {
+				continue
+			}
+			keep[l] = true
+			if _, ok := p.regs[l]; !ok {
+				id := p.next
+				p.next++
+				p.regs[l] = id
+				p.byID[id] = l
+				p.interest(l, id, unix.EPOLLIN)
+			}
+		}
+		for l, id := range p.regs {
+			if !keep[l] {
+				// Shut: its socket is closed, which took it out of the epoll set
+				// (its number may already name another socket: no EPOLL_CTL_DEL).
+				delete(p.regs, l)
+				delete(p.byID, id)
+			}
+		}
+	}
+	t := &c.tcp
+	t.pmu.Lock()
+	defer t.pmu.Unlock()
+	if t.served > 0 {
+		return true
+	}
+	t.poller = nil
+	unix.Close(p.ep)
+	unix.Close(p.evfd)
+	return false
+}
+
+// interest sets the epoll events the poller waits for on l's socket (0: none,
+// the link is left out of the set), under l.rxMu: a shut link's socket, which
+// may be closed, is left alone.
+func (p *tcpPoller) interest(l *tcpLink, id int32, want uint32) {
+	if l.epIn == want {
+		return
+	}
+	l.rxMu.Lock()
+	defer l.rxMu.Unlock()
+	if l.failed.Load() {
+		return
+	}
+	var err error
+	ev := unix.EpollEvent{Events: want, Fd: id}
+	switch {
+	case want == 0:
+		err = unix.EpollCtl(p.ep, unix.EPOLL_CTL_DEL, l.fd, nil)
+	case l.epIn == 0:
+		err = unix.EpollCtl(p.ep, unix.EPOLL_CTL_ADD, l.fd, &ev)
+	default:
+		err = unix.EpollCtl(p.ep, unix.EPOLL_CTL_MOD, l.fd, &ev)
+	}
+	if err != nil {
+		l.lost(err)
+		return
+	}
+	l.epIn = want
+}
+
+// tend runs the timed work after a wait: answers whose delay ran out are sent,
+// SENDs waiting for a receive retried, and each link's interest follows its
+// state (no reading while a SEND waits for a receive; room to write while
+// frames wait). It returns how long the next wait may last (-1: no bound).
+func (p *tcpPoller) tend() time.Duration {
+	var now int64
+	timeout := time.Duration(-1)
+	bound := func(d time.Duration) {
+		if timeout < 0 || d < timeout {
+			timeout = max(d, 0)
+		}
+	}
+	for l, id := range p.regs {
+		if l.failed.Load() {
+			continue
+		}
+		if l.stalled.Load() {
+			l.pollRx()
+		}
+		if due := l.ackDue.Load(); due != 0 {
+			if now == 0 {
+				now = tcpClock()
+			}
+			if due <= now {
+				l.flushTx()
+			} else {
+				bound(time.Duration(due - now))
+			}
+		}
+		want := uint32(0)
+		if l.stalled.Load() {
+			bound(tcpStallRetry)
+		} else {
+			want = unix.EPOLLIN
+		}
+		if l.txWait.Load() {
+			want |= unix.EPOLLOUT
+		}
+		p.interest(l, id, want)
+	}
+	return timeout
+}
+
+// epollWait waits for events at most d (-1: without bound), to the nanosecond
+// where the kernel has epoll_pwait2.
+func epollWait(ep int, evs []unix.EpollEvent, d time.Duration) (int, error) {
+	if d < 0 {
+		return unix.EpollWait(ep, evs, -1)
+	}
+	if !noPwait2.Load() {
+		ts := unix.NsecToTimespec(int64(d))
+		r, _, e := unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(ep), uintptr(unsafe.Pointer(&evs[0])), uintptr(len(evs)),
+			uintptr(unsafe.Pointer(&ts)), 0, 0)
+		if e == 0 {
+			return int(r), nil
+		}
+		if e != unix.ENOSYS {
+			return 0, e
+		}
+		noPwait2.Store(true)
+	}
+	return unix.EpollWait(ep, evs, int((d+time.Millisecond-1)/time.Millisecond))
+}
+
+// noPwait2 records that the kernel lacks epoll_pwait2 (before Linux 5.11).
+var noPwait2 atomic.Bool

@@ -1,0 +1,134 @@
+package soft
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goportals/goportals/internal/verbs"
+	"github.com/goportals/goportals/internal/verbs/verbstest"
+)
+
+// tcpPingPong runs rounds of a SEND ping-pong over p (joined over TCP), whose sides wait
+// by calling Poll in a loop, as the engine's waits do: A sends 8 bytes, B
+// answers with 8 bytes once A's arrived. It returns the two queue pairs' links.
+func tcpPingPong(t *testing.T, p *verbstest.Pair, rounds int) (*tcpLink, *tcpLink) {
+	t.Helper()
+	la, lb := p.A.QP.(*qp).link, p.B.QP.(*qp).link
+	if la == nil || lb == nil {
+		t.Fatalf("the pair is not joined over TCP (paths %q and %q)", p.A.QP.(*qp).Path(), p.B.QP.(*qp).Path())
+	}
+	ba := p.A.Reg(t, 64, verbs.AccessLocalWrite, 1)
+	bb := p.B.Reg(t, 64, verbs.AccessLocalWrite, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	// spin polls s's queue until want completions of the kinds asked arrived.
+	spin := func(s *verbstest.Side, recvs, sends int) error {
+		var wc [8]verbs.WorkCompletion
+		for i := 0; recvs > 0 || sends > 0; i++ {
+			k, err := s.CQ.Poll(wc[:])
+			if err != nil {
+				return err
+			}
+			for _, w := range wc[:k] {
+				if w.Status != verbs.StatusSuccess {
+					t.Errorf("completion %+v", w)
+				}
+				if w.Opcode == verbs.WCRecv {
+					recvs--
+				} else {
+					sends--
+				}
+			}
+			if i&63 == 63 {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				runtime.Gosched()
+			}
+		}
+		return nil
+	}
+	p.A.PostRecv(t, 1, ba.SGE(32, 8))
+	p.B.PostRecv(t, 1, bb.SGE(32, 8))
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < rounds; i++ {
+			if err := spin(p.B, 1, 0); err != nil {
+				done <- err
+				return
+			}
+			if err := p.B.QP.PostRecv([]verbs.RecvWR{{ID: 1, SG: []verbs.SGE{bb.SGE(32, 8)}}}); err != nil {
+				done <- err
+				return
+			}
+			if err := p.B.QP.PostSend([]verbs.SendWR{{ID: 2, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SG: []verbs.SGE{bb.SGE(0, 8)}}}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for i := 0; i < rounds; i++ {
+		p.A.PostSend(t, verbs.SendWR{ID: 2, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SG: []verbs.SGE{ba.SGE(0, 8)}})
+		if err := spin(p.A, 1, 1); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		p.A.PostRecv(t, 1, ba.SGE(32, 8))
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return la, lb
+}
+
+// TestTCPOnePollerPerContext: the links of a context are waited for by one
+// goroutine, the context's poller (which waits in the kernel for all of them),
+// not by a goroutine per link.
+func TestTCPOnePollerPerContext(t *testing.T) {
+	t.Setenv(EnvPath, "tcp")
+	p := verbstest.NewPair(t, softEnv)
+	for i := 0; i < 3; i++ {
+		qa, err := p.A.PD.CreateQP(verbs.QPAttr{SendCQ: p.A.CQ, RecvCQ: p.A.CQ})
+		if err != nil {
+			t.Fatal(err)
+		}
+		qb, err := p.B.PD.CreateQP(verbs.QPAttr{SendCQ: p.B.CQ, RecvCQ: p.B.CQ})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := qa.Connect(qb.Address()); err != nil {
+			t.Fatal(err)
+		}
+		if err := qb.Connect(qa.Address()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A message each way on the first pair: both contexts' links run.
+	tcpPingPong(t, p, 1)
+	buf := make([]byte, 1<<20)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	watchers := strings.Count(stacks, "soft.(*tcpLink).watch(")
+	pollers := strings.Count(stacks, "soft.(*tcpPoller).run(")
+	if watchers != 0 || pollers != 2 {
+		t.Fatalf("8 links in 2 contexts: %d watcher goroutines and %d pollers, want 0 and 2", watchers, pollers)
+	}
+}
+
+// TestTCPAnswersRideTheNextWrite: the ACK of a SEND waits for the next frame
+// the link sends, so in a ping-pong each message goes out with the answer to
+// the previous one in a single write.
+func TestTCPAnswersRideTheNextWrite(t *testing.T) {
+	defer func(d time.Duration) { tcpAnswerDelay = d }(tcpAnswerDelay)
+	tcpAnswerDelay = time.Minute // every answer waits for a request to ride with
+	const rounds = 300
+	t.Setenv(EnvPath, "tcp")
+	la, lb := tcpPingPong(t, verbstest.NewPair(t, softEnv), rounds)
+	writes := la.nWrites.Load() + lb.nWrites.Load()
+	t.Logf("%d messages: %d writes", 2*rounds, writes)
+	if writes > 2*rounds+2 {
+		t.Fatalf("%d writes for %d messages: answers travel alone", writes, 2*rounds)
+	}
+}
