@@ -245,12 +245,13 @@ func (c *Context) markPolled() {
 	}
 }
 
-// kick wakes the progress goroutine if it naps or sleeps.
+// kick wakes the progress goroutine if it naps or sleeps, and the TCP poller.
 func (c *Context) kick() {
 	select {
 	case c.kickCh <- struct{}{}:
 	default:
 	}
+	c.wakePoller()
 	c.life.RLock()
 	defer c.life.RUnlock()
 	if c.closed.Load() {
