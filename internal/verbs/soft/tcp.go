@@ -182,7 +182,8 @@ type tcpLink struct {
 	viaPoller bool
 	txWait    atomic.Bool
 	ackDue    atomic.Int64
-	epIn      uint32 // the poller's registered interest (epoll events; poller only)
+	nextLook  atomic.Int64 // poll rounds skip the socket until then (tcpClock; 0: no gap)
+	epIn      uint32       // the poller's registered interest (epoll events; poller only)
 
 	failed  atomic.Bool
 	dead    atomic.Bool // a completion already reported the peer's loss
@@ -364,18 +365,45 @@ func (l *tcpLink) flushTx() bool {
 // of frames handled (or 1 while data waits to go).
 func (l *tcpLink) poll() int {
 	n := 0
-	if l.viaPoller {
-		l.q.ctx.tcp.polls.Add(1) // the poller's goroutine naps meanwhile
-		if l.txWait.Load() || l.ackOverdue() {
-			if l.flushTx() {
-				n = 1
-			}
+	if !l.viaPoller {
+		if l.flushTx() {
+			n = 1
 		}
-	} else if l.flushTx() {
-		n = 1
+		return n + l.pollRx()
 	}
-	return n + l.pollRx()
+	l.q.ctx.tcp.polls.Add(1) // the poller's goroutine naps meanwhile
+	var now int64
+	if next := l.nextLook.Load(); next != 0 {
+		if now = tcpClock(); now < next {
+			return 0
+		}
+	}
+	if l.txWait.Load() || l.ackOverdue() {
+		if l.flushTx() {
+			n = 1
+		}
+	}
+	empty := l.nEmpty.Load()
+	got := l.pollRx()
+	switch {
+	case got == 0 && n == 0 && l.nEmpty.Load() != empty:
+		// Nothing came: the next rounds leave the socket alone for a while.
+		if now == 0 {
+			now = tcpClock()
+		}
+		l.nextLook.Store(now + int64(tcpPollGap))
+	case l.nextLook.Load() != 0:
+		l.nextLook.Store(0)
+	}
+	return n + got
 }
+
+// tcpPollGap is how long poll rounds leave a link's socket alone after one
+// found it empty. An empty read costs a system call and the socket's lock, which
+// the kernel's delivery of the next segment then waits for; a caller spinning
+// on Poll made one every few hundred nanoseconds. The gap bounds the delay it
+// adds to a message's arrival.
+var tcpPollGap = 2 * time.Microsecond
 
 // ackOverdue reports whether an answer waits for a frame to ride with longer
 // than tcpAnswerDelay.

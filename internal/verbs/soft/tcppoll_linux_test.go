@@ -132,3 +132,27 @@ func TestTCPAnswersRideTheNextWrite(t *testing.T) {
 		t.Fatalf("%d writes for %d messages: answers travel alone", writes, 2*rounds)
 	}
 }
+
+// TestTCPPollPacesEmptyReads: a caller spinning on Poll over an idle link does
+// not read the empty socket at every round: after a read that found nothing,
+// the rounds leave the socket alone for tcpPollGap.
+func TestTCPPollPacesEmptyReads(t *testing.T) {
+	defer func(d time.Duration) { tcpPollGap = d }(tcpPollGap)
+	tcpPollGap = time.Hour // the first empty read is the only one
+	t.Setenv(EnvPath, "tcp")
+	p := verbstest.NewPair(t, softEnv)
+	l := p.A.QP.(*qp).link
+	if l == nil {
+		t.Fatal("the pair is not joined over TCP")
+	}
+	before := l.nEmpty.Load()
+	var wc [4]verbs.WorkCompletion
+	for i := 0; i < 1000; i++ {
+		if _, err := p.A.CQ.Poll(wc[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := l.nEmpty.Load() - before; n > 1 {
+		t.Fatalf("1000 polls of an idle link: %d empty reads, want at most 1", n)
+	}
+}
