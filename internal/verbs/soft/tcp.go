@@ -183,6 +183,7 @@ type tcpLink struct {
 	txWait    atomic.Bool
 	ackDue    atomic.Int64
 	nextLook  atomic.Int64 // poll rounds skip the socket until then (tcpClock; 0: no gap)
+	thin      atomic.Bool  // the last read of a large payload was small (tcpBulkGap)
 	epIn      uint32       // the poller's registered interest (epoll events; poller only)
 
 	failed  atomic.Bool
@@ -385,18 +386,35 @@ func (l *tcpLink) poll() int {
 	}
 	empty := l.nEmpty.Load()
 	got := l.pollRx()
+	gap := time.Duration(0)
 	switch {
-	case got == 0 && n == 0 && l.nEmpty.Load() != empty:
-		// Nothing came: the next rounds leave the socket alone for a while.
+	case n != 0 || l.thin.Load():
+		// Frames wait for room, or a large payload trickles in: let the
+		// socket drain or fill before the next look.
+		gap = tcpBulkGap
+	case got == 0 && l.nEmpty.Load() != empty:
+		gap = tcpPollGap // nothing came
+	}
+	if gap != 0 {
 		if now == 0 {
 			now = tcpClock()
 		}
-		l.nextLook.Store(now + int64(tcpPollGap))
-	case l.nextLook.Load() != 0:
+		l.nextLook.Store(now + int64(gap))
+	} else if l.nextLook.Load() != 0 {
 		l.nextLook.Store(0)
 	}
 	return n + got
 }
+
+// tcpBulkGap is how long poll rounds leave a link's socket alone while a large
+// transfer is under way and the last look found the socket nearly empty (a read
+// of a large payload got less than tcpBulkRead) or full (frames still wait for
+// room): a look per round moved a few kilobytes per system call. The kernel
+// moves about tcpBulkRead in the gap at loopback speed.
+const (
+	tcpBulkGap  = 16 * time.Microsecond
+	tcpBulkRead = 64 << 10
+)
 
 // tcpPollGap is how long poll rounds leave a link's socket alone after one
 // found it empty. An empty read costs a system call and the socket's lock, which
@@ -477,10 +495,14 @@ func (l *tcpLink) receive() (frames int, drained bool, err error) {
 		}
 		l.advance(m)
 		if rx.left == 0 {
+			l.setThin(false)
 			return 1, m < len(d), l.endFrame()
 		}
 		if m < len(d) {
-			return 0, true, nil // the socket is drained
+			// The socket is drained; a small read of a large payload: the
+			// next poll rounds wait a little (tcpBulkGap).
+			l.setThin(m < tcpBulkRead && rx.left >= tcpBulkRead)
+			return 0, true, nil
 		}
 	}
 	if l.rbR == l.rbW {
@@ -554,6 +576,13 @@ func (l *tcpLink) read(b []byte) (int, error) {
 		l.nEmpty.Add(1)
 	}
 	return m, err
+}
+
+// setThin records whether the last read of a large payload was small.
+func (l *tcpLink) setThin(v bool) {
+	if l.thin.Load() != v {
+		l.thin.Store(v)
+	}
 }
 
 // advance records n payload bytes placed (or discarded).
