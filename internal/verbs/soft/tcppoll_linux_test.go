@@ -14,7 +14,7 @@ import (
 // tcpPingPong runs rounds of a SEND ping-pong over p (joined over TCP), whose sides wait
 // by calling Poll in a loop, as the engine's waits do: A sends 8 bytes, B
 // answers with 8 bytes once A's arrived. It returns the two queue pairs' links.
-func tcpPingPong(t *testing.T, p *verbstest.Pair, rounds int) (*tcpLink, *tcpLink) {
+func tcpPingPong(t testing.TB, p *verbstest.Pair, rounds int) (*tcpLink, *tcpLink) {
 	t.Helper()
 	la, lb := p.A.QP.(*qp).link, p.B.QP.(*qp).link
 	if la == nil || lb == nil {
@@ -155,4 +155,18 @@ func TestTCPPollPacesEmptyReads(t *testing.T) {
 	if n := l.nEmpty.Load() - before; n > 1 {
 		t.Fatalf("1000 polls of an idle link: %d empty reads, want at most 1", n)
 	}
+}
+
+// BenchmarkTCPSendPingPong8B measures a round trip of 8-byte SENDs between two
+// contexts of this process joined over TCP, each side spinning on Poll.
+func BenchmarkTCPSendPingPong8B(b *testing.B) {
+	b.Setenv(EnvPath, "tcp")
+	p := verbstest.NewPair(b, softEnv)
+	tcpPingPong(b, p, 100) // warm up
+	b.ResetTimer()
+	la, lb := tcpPingPong(b, p, b.N)
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(la.nReads.Load()+lb.nReads.Load())/n, "reads/op")
+	b.ReportMetric(float64(la.nWrites.Load()+lb.nWrites.Load())/n, "writes/op")
 }
