@@ -895,11 +895,15 @@ func (l *tcpLink) answer(kind uint8, tok uint64, st verbs.Status, old uint64) {
 		return
 	}
 	l.out = append(l.out, it)
-	if l.ackDue.Load() == 0 {
+	first := l.ackDue.Load() == 0
+	if first {
 		l.ackDue.Store(tcpClock() + int64(tcpAnswerDelay))
 		l.q.ctx.tcp.acks.Add(1)
 	}
 	l.txMu.Unlock()
+	if first {
+		l.q.ctx.ackQueued()
+	}
 }
 
 // tcpEpoch is the origin of tcpClock.

@@ -71,6 +71,8 @@ type tcpState struct {
 	// poll); acks counts the links whose answers wait to ride with a request.
 	polls atomic.Uint64
 	acks  atomic.Int32
+	// asleep: the poller waits in the kernel.
+	asleep atomic.Bool
 }
 
 type earlyConn struct {

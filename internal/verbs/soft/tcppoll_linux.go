@@ -23,7 +23,6 @@ type tcpPoller struct {
 	ep     int // epoll descriptor
 	evfd   int // eventfd: wakes the kernel wait
 	woken  atomic.Bool
-	asleep atomic.Bool         // in the kernel wait
 	kickCh chan struct{}       // ends the nap
 	seen   *[]*tcpLink         // the link list last registered
 	regs   map[*tcpLink]int32  // registered links and their epoll names
@@ -34,7 +33,7 @@ type tcpPoller struct {
 
 // tcpNap is how long the poller's goroutine steps aside while callers poll the
 // context.
-const tcpNap = 200 * time.Microsecond
+const tcpNap = 500 * time.Microsecond
 
 // tcpStallRetry is how often the poller retries a SEND that waits for a receive
 // when no PostRecv wakes it (the receive's arrival wakes it at once).
@@ -72,6 +71,15 @@ func (c *Context) leavePoller() {
 		t.poller.wake()
 	}
 	t.pmu.Unlock()
+}
+
+// ackQueued is told that an answer waits to ride with a request: a poller
+// waiting in the kernel without a bound must wake to bound its wait by the
+// answer's delay (a caller that polled once queued it, and may not poll again).
+func (c *Context) ackQueued() {
+	if c.tcp.asleep.Load() {
+		c.wakePoller()
+	}
 }
 
 // wakePoller ends the poller's nap or kernel wait: a link started, a link's
@@ -130,7 +138,7 @@ func (p *tcpPoller) wake() {
 	case p.kickCh <- struct{}{}:
 	default:
 	}
-	if !p.asleep.Load() || p.woken.Swap(true) {
+	if !p.c.tcp.asleep.Load() || p.woken.Swap(true) {
 		return
 	}
 	one := [8]byte{1}
@@ -158,9 +166,9 @@ func (p *tcpPoller) run() {
 			continue
 		}
 		timeout := p.tend()
-		p.asleep.Store(true)
+		p.c.tcp.asleep.Store(true)
 		if polls.Load() != last || len(p.kickCh) > 0 {
-			p.asleep.Store(false)
+			p.c.tcp.asleep.Store(false)
 			select {
 			case <-p.kickCh:
 			default:
@@ -168,7 +176,7 @@ func (p *tcpPoller) run() {
 			continue
 		}
 		n, err := epollWait(p.ep, p.evs[:], timeout)
-		p.asleep.Store(false)
+		p.c.tcp.asleep.Store(false)
 		if err != nil && err != unix.EINTR {
 			// Not expected (the descriptors are ours): do not spin on it.
 			time.Sleep(tcpStallRetry)

@@ -17,3 +17,6 @@ func (c *Context) wakePoller() {}
 
 // unwatch does nothing here.
 func (c *Context) unwatch(l *tcpLink) {}
+
+// ackQueued does nothing here (answers are not delayed without a poller).
+func (c *Context) ackQueued() {}
