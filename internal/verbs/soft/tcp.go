@@ -103,9 +103,12 @@ type outItem struct {
 	holds []*int32
 	fence bool // held behind a fence
 	read  bool // a READ or atomic (counted in tcpLink.reads)
-	pool  bool // from the link's free list (an answer): goes back once written
-	part  [1][]byte
-	hold  [1]*int32
+	pool  bool // from the link's free list: goes back once written
+	// part and hold back parts and holds (up to their length: no allocation
+	// per frame); inl backs an inline SEND's copy of its payload.
+	part [4][]byte
+	hold [4]*int32
+	inl  []byte
 }
 
 // tcpPending is a request waiting for its answer.
@@ -114,6 +117,8 @@ type tcpPending struct {
 	local  [][]byte // READ and atomic results land here
 	holds  []*int32
 	signal bool
+	part   [4][]byte // back local and holds
+	hold   [4]*int32
 }
 
 // rxState is the frame being received.
@@ -170,8 +175,9 @@ type tcpLink struct {
 	pending map[uint64]*tcpPending
 	order   []uint64 // tokens in post order, for in-order completion on failure
 	next    uint64
-	reads   int        // READs and atomics awaiting their answer
-	held    []*outItem // frames behind a fence, waiting for reads to finish
+	reads   int           // READs and atomics awaiting their answer
+	pfree   []*tcpPending // records for reuse
+	held    []*outItem    // frames behind a fence, waiting for reads to finish
 
 	// Socket calls: reads, reads that found nothing, vectored writes.
 	nReads, nEmpty, nWrites atomic.Uint64
@@ -342,7 +348,9 @@ func (l *tcpLink) flushTx() bool {
 				release(h)
 			}
 			if it.pool && len(l.free) < 256 {
-				it.parts, it.holds, it.part[0], it.hold[0] = nil, nil, nil, nil
+				clear(it.part[:])
+				clear(it.hold[:])
+				it.parts, it.holds, it.fence, it.read = nil, nil, false, false
 				l.free = append(l.free, it)
 			}
 		}
@@ -646,7 +654,7 @@ func (l *tcpLink) beginFrame() error {
 		}
 		it := l.item()
 		it.part[0], it.hold[0] = b, h
-		it.parts, it.holds = it.part[:], it.hold[:]
+		it.parts, it.holds = it.part[:1], it.hold[:1]
 		rf := frame{kind: frReadRsp, token: f.token, n: f.n}
 		rf.put(it.hdr[:])
 		if !l.enqueue(it) {
@@ -1060,17 +1068,35 @@ func (l *tcpLink) postSend(wrs []verbs.SendWR) error {
 		if wr.Opcode == verbs.OpRDMARead || atomic {
 			need = verbs.AccessLocalWrite
 		}
-		var parts [][]byte
-		var holds []*int32
+		// The request's frame, and its pending record: from the link's free
+		// lists, with room for four parts and holds (no allocation per request
+		// up to that).
+		it := l.item()
+		l.pmu.Lock()
+		var p *tcpPending
+		if n := len(l.pfree); n > 0 {
+			p = l.pfree[n-1]
+			l.pfree = l.pfree[:n-1]
+		}
+		l.pmu.Unlock()
+		if p == nil {
+			p = &tcpPending{}
+		}
+		isRead := wr.Opcode == verbs.OpRDMARead || atomic
+		parts, holds := it.part[:0], it.hold[:0]
+		if isRead {
+			parts, holds = p.part[:0], p.hold[:0]
+		}
 		ok := true
-		if wr.Flags&verbs.SendInline != 0 && !atomic && wr.Opcode != verbs.OpRDMARead {
-			buf := make([]byte, 0, total)
+		if wr.Flags&verbs.SendInline != 0 && !isRead {
+			buf := it.inl[:0]
 			for _, s := range wr.SG {
 				if s.Length > 0 {
 					buf = append(buf, unsafe.Slice((*byte)(addrPtr(s.Addr)), s.Length)...)
 				}
 			}
-			parts = [][]byte{buf}
+			it.inl = buf
+			parts = append(parts, buf)
 		} else {
 			for _, s := range wr.SG {
 				b, h, good := q.ctx.local(s.LKey, s.Addr, uint64(s.Length), need, q.pd.id)
@@ -1099,13 +1125,12 @@ func (l *tcpLink) postSend(wrs []verbs.SendWR) error {
 		l.pmu.Lock()
 		l.next++
 		tok := l.next
-		p := &tcpPending{wr: *wr, signal: wr.Flags&verbs.SendSignaled != 0}
+		p.wr, p.signal = *wr, wr.Flags&verbs.SendSignaled != 0
 		p.wr.SG = nil
 		l.pending[tok] = p
 		l.order = append(l.order, tok)
 		l.pmu.Unlock()
 		f := frame{token: tok, raddr: wr.RemoteAddr, rkey: wr.RKey, n: uint32(total), imm: wr.Imm}
-		it := &outItem{}
 		switch wr.Opcode {
 		case verbs.OpSend, verbs.OpSendWithImm:
 			f.kind = frSend
@@ -1127,7 +1152,6 @@ func (l *tcpLink) postSend(wrs []verbs.SendWR) error {
 			f.flags |= ffImm
 		}
 		f.put(it.hdr[:])
-		isRead := wr.Opcode == verbs.OpRDMARead || atomic
 		l.pmu.Lock()
 		if isRead {
 			l.reads++
@@ -1202,7 +1226,9 @@ func (l *tcpLink) complete(tok uint64, st verbs.Status, byteLen uint32) bool {
 		}
 	}
 	if len(l.order) > 0 && l.order[0] == tok {
-		l.order = l.order[1:]
+		// Shift rather than reslice: the array keeps its room (no allocation
+		// per request).
+		l.order = l.order[:copy(l.order, l.order[1:])]
 	} else {
 		for i, t := range l.order {
 			if t == tok {
@@ -1226,6 +1252,16 @@ func (l *tcpLink) complete(tok uint64, st verbs.Status, byteLen uint32) bool {
 		l.q.scq.push(verbs.WorkCompletion{ID: p.wr.ID, Status: st, Opcode: verbs.OpcodeOf(p.wr.Opcode),
 			ByteLen: byteLen, QPNum: l.q.num})
 	}
+	// The record goes back to the free list (its parts no longer needed: a
+	// READ's data and an atomic's value have landed).
+	clear(p.part[:])
+	clear(p.hold[:])
+	p.local, p.holds, p.wr = nil, nil, verbs.SendWR{}
+	l.pmu.Lock()
+	if len(l.pfree) < 256 {
+		l.pfree = append(l.pfree, p)
+	}
+	l.pmu.Unlock()
 	if st != verbs.StatusSuccess {
 		l.dead.Store(true) // the error completion told the loss; later requests flush
 		go l.broken(fmt.Errorf("peer answered %v", st))

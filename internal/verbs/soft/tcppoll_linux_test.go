@@ -163,10 +163,63 @@ func BenchmarkTCPSendPingPong8B(b *testing.B) {
 	b.Setenv(EnvPath, "tcp")
 	p := verbstest.NewPair(b, softEnv)
 	tcpPingPong(b, p, 100) // warm up
+	b.ReportAllocs()
 	b.ResetTimer()
 	la, lb := tcpPingPong(b, p, b.N)
 	b.StopTimer()
 	n := float64(b.N)
 	b.ReportMetric(float64(la.nReads.Load()+lb.nReads.Load())/n, "reads/op")
 	b.ReportMetric(float64(la.nWrites.Load()+lb.nWrites.Load())/n, "writes/op")
+}
+
+// TestTCPSendAllocs: an inline SEND over a TCP link, from the post to its
+// completion (the peer's receive and its ACK included), allocates nothing once
+// the link's free lists are filled.
+func TestTCPSendAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	t.Setenv(EnvPath, "tcp")
+	p := verbstest.NewPair(t, softEnv)
+	ba := p.A.Reg(t, 64, verbs.AccessLocalWrite, 1)
+	bb := p.B.Reg(t, 64*256, verbs.AccessLocalWrite, 2)
+	recvs := make([]verbs.RecvWR, 256)
+	for i := range recvs {
+		recvs[i] = verbs.RecvWR{ID: uint64(i), SG: []verbs.SGE{bb.SGE(64*i, 64)}}
+	}
+	if err := p.B.QP.PostRecv(recvs); err != nil {
+		t.Fatal(err)
+	}
+	wrs := []verbs.SendWR{{ID: 7, Opcode: verbs.OpSend, Flags: verbs.SendSignaled | verbs.SendInline,
+		SG: []verbs.SGE{ba.SGE(0, 8)}}}
+	var wc [4]verbs.WorkCompletion
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	send := func() {
+		if err := p.A.QP.PostSend(wrs); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			k, err := p.A.CQ.Poll(wc[:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k > 0 {
+				if wc[0].Status != verbs.StatusSuccess {
+					t.Fatalf("completion %+v", wc[0])
+				}
+				return
+			}
+			if ctx.Err() != nil {
+				t.Fatal(ctx.Err())
+			}
+			runtime.Gosched()
+		}
+	}
+	for i := 0; i < 20; i++ {
+		send()
+	}
+	if n := testing.AllocsPerRun(100, send); n > 0 {
+		t.Fatalf("%.2f allocations per SEND", n)
+	}
 }
