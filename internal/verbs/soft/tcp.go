@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -152,7 +153,7 @@ const (
 // tcpLink is a queue pair's TCP stream.
 type tcpLink struct {
 	q         *qp
-	conn      net.Conn // nil until the peer's connection arrives
+	conn      io.Closer // the stream (nil until the peer's connection arrives)
 	fd        int
 	peerQPN   uint32
 	peerNonce uint64
@@ -212,7 +213,7 @@ func (l *tcpLink) start(conn net.Conn) {
 	tc, ok := conn.(*net.TCPConn)
 	if !ok {
 		conn.Close()
-		l.broken(errors.New("not a TCP connection"))
+		go l.broken(errors.New("not a TCP connection")) // it takes q.mu
 		return
 	}
 	tc.SetNoDelay(true)
@@ -226,15 +227,30 @@ func (l *tcpLink) start(conn net.Conn) {
 	}
 	if err != nil {
 		conn.Close()
-		l.broken(err)
+		go l.broken(err)
 		return
+	}
+	c := l.q.ctx
+	var closer io.Closer = conn
+	if c.usePoller() {
+		// The socket leaves Go's network poller (its descriptor is in the
+		// runtime's epoll set, whose idle thread the kernel would wake at every
+		// segment that arrives, for nobody): the link keeps a duplicate of the
+		// descriptor and closes the connection.
+		fd, err := dupFD(l.fd)
+		if err != nil {
+			c.leavePoller()
+			conn.Close()
+			go l.broken(err)
+			return
+		}
+		conn.Close()
+		l.fd, l.viaPoller, closer = fd, true, fdCloser(fd)
 	}
 	l.rb = make([]byte, stageSize)
 	l.txMu.Lock()
-	l.conn = conn
+	l.conn = closer
 	l.txMu.Unlock()
-	c := l.q.ctx
-	l.viaPoller = c.usePoller()
 	c.addLink(l)
 	if l.viaPoller {
 		c.wakePoller()

@@ -13,3 +13,11 @@ func writev(fd int, iov [][]byte) (int, error) {
 	}
 	return 0, nil
 }
+
+// dupFD is not used here (no poller serves a link).
+func dupFD(fd int) (int, error) { return -1, syscall.ENOSYS }
+
+// fdCloser closes a descriptor.
+type fdCloser int
+
+func (f fdCloser) Close() error { return syscall.Close(int(f)) }

@@ -2,6 +2,8 @@ package soft
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/goportals/goportals/internal/verbs"
 	"github.com/goportals/goportals/internal/verbs/verbstest"
+	"golang.org/x/sys/unix"
 )
 
 // tcpPingPong runs rounds of a SEND ping-pong over p (joined over TCP), whose sides wait
@@ -221,5 +224,40 @@ func TestTCPSendAllocs(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, send); n > 0 {
 		t.Fatalf("%.2f allocations per SEND", n)
+	}
+}
+
+// TestTCPSocketOutOfGoNetpoller: a link served by the poller is in one epoll
+// set, the poller's, not also in the Go runtime's network poller (whose idle
+// thread the kernel would wake at every segment, for nobody).
+func TestTCPSocketOutOfGoNetpoller(t *testing.T) {
+	t.Setenv(EnvPath, "tcp")
+	p := verbstest.NewPair(t, softEnv)
+	tcpPingPong(t, p, 1)
+	l := p.A.QP.(*qp).link
+	var st unix.Stat_t
+	if err := unix.Fstat(l.fd, &st); err != nil {
+		t.Fatal(err)
+	}
+	// Each epoll descriptor's fdinfo lists its targets, with their inodes.
+	want := fmt.Sprintf(" ino:%x ", st.Ino)
+	fds, err := os.ReadDir("/proc/self/fdinfo")
+	if err != nil {
+		t.Skipf("no /proc/self/fdinfo: %v", err)
+	}
+	sets := 0
+	for _, fd := range fds {
+		info, err := os.ReadFile("/proc/self/fdinfo/" + fd.Name())
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(info), "\n") {
+			if strings.HasPrefix(line, "tfd:") && strings.Contains(line+" ", want) {
+				sets++
+			}
+		}
+	}
+	if sets != 1 {
+		t.Fatalf("the link's socket is in %d epoll sets, want 1 (the poller's)", sets)
 	}
 }
