@@ -251,16 +251,17 @@ func (p *tcpPoller) sync() bool {
 }
 
 // interest sets the epoll events the poller waits for on l's socket (0: none,
-// the link is left out of the set), under l.rxMu: a shut link's socket, which
-// may be closed, is left alone.
-func (p *tcpPoller) interest(l *tcpLink, id int32, want uint32) {
+// the link is left out of the set), under l.fdMu (not rxMu, which a caller
+// reading a large payload holds): a shut link's socket, which may be closed, is
+// left alone. It reports false only if the link is gone.
+func (p *tcpPoller) interest(l *tcpLink, id int32, want uint32) bool {
 	if l.epIn == want {
-		return
+		return true
 	}
-	l.rxMu.Lock()
-	defer l.rxMu.Unlock()
+	l.fdMu.Lock()
+	defer l.fdMu.Unlock()
 	if l.failed.Load() {
-		return
+		return true
 	}
 	var err error
 	ev := unix.EpollEvent{Events: want, Fd: id}
@@ -274,9 +275,10 @@ func (p *tcpPoller) interest(l *tcpLink, id int32, want uint32) {
 	}
 	if err != nil {
 		l.lost(err)
-		return
+		return true
 	}
 	l.epIn = want
+	return true
 }
 
 // tend runs the timed work after a wait: answers whose delay ran out are sent,
