@@ -158,22 +158,12 @@ type tcpLink struct {
 	peerQPN   uint32
 	peerNonce uint64
 
-	// qMu guards inbox, the frames queued to send; txMu is held by the goroutine
-	// writing (for a large payload, during its whole copy) and guards the frames
-	// it took, out, and the position in the first one.
-	qMu    sync.Mutex
-	inbox  []*outItem
+	// txMu guards the frames to send and the position in the first one.
 	txMu   sync.Mutex
 	out    []*outItem
 	outOff int // bytes of out[0] (header then parts) already written
 	iov    [][]byte
-	// fdMu orders the poller's epoll changes with the socket's close.
-	fdMu sync.Mutex
-
-	// freeMu guards free, items for reuse (not txMu, which a vectored write of a
-	// large payload holds for its whole copy).
-	freeMu sync.Mutex
-	free   []*outItem
+	free   []*outItem // answers' items for reuse
 
 	// rxMu guards the receive side; progress takes it with TryLock.
 	rxMu sync.Mutex
@@ -302,62 +292,27 @@ func (l *tcpLink) enqueue(it *outItem) bool {
 	// The stream carries happens-before edges the race detector cannot see: what
 	// this goroutine wrote before the frame, the peer sees after it.
 	raceRelease()
-	l.qMu.Lock()
+	l.txMu.Lock()
 	if l.failed.Load() {
-		l.qMu.Unlock()
+		l.txMu.Unlock()
 		return false
 	}
-	l.inbox = append(l.inbox, it)
-	l.qMu.Unlock()
+	l.out = append(l.out, it)
+	l.txMu.Unlock()
 	l.flushTx()
 	return true
 }
 
 // flushTx writes queued frames until the socket is full; it reports whether
-// frames are still waiting. One goroutine writes at a time (txMu); a frame
-// queued meanwhile is taken by that writer, or by this call once it is done.
+// frames are still waiting.
 func (l *tcpLink) flushTx() bool {
-	for {
-		if !l.txMu.TryLock() {
-			return true
-		}
-		if l.conn == nil || l.failed.Load() {
-			// Not connected yet (start flushes), or failed (shut drops them).
-			l.txMu.Unlock()
-			return false
-		}
-		waiting := l.writeOut()
-		l.txMu.Unlock()
-		if waiting {
-			return true
-		}
-		l.qMu.Lock()
-		more := len(l.inbox) > 0 && !l.failed.Load()
-		l.qMu.Unlock()
-		if !more {
-			return false
-		}
+	if !l.txMu.TryLock() {
+		return true
 	}
-}
-
-// take moves the queued frames behind the ones being written (txMu held). The
-// answers among them no longer wait for a frame to ride with.
-func (l *tcpLink) take() {
-	l.qMu.Lock()
-	l.out = append(l.out, l.inbox...)
-	clear(l.inbox)
-	l.inbox = l.inbox[:0]
-	if l.ackDue.Load() != 0 {
-		l.ackDue.Store(0)
-		l.q.ctx.tcp.acks.Add(-1)
+	defer l.txMu.Unlock()
+	if l.conn == nil || l.failed.Load() {
+		return false
 	}
-	l.qMu.Unlock()
-}
-
-// writeOut writes frames until none is left or the socket is full (txMu held,
-// the link connected); it reports whether frames wait for room.
-func (l *tcpLink) writeOut() bool {
-	l.take()
 	for len(l.out) > 0 {
 		l.iov = l.iov[:0]
 		skip := l.outOff
@@ -408,25 +363,22 @@ func (l *tcpLink) writeOut() bool {
 			for _, h := range it.holds {
 				release(h)
 			}
-			if it.pool {
+			if it.pool && len(l.free) < 256 {
 				clear(it.part[:])
 				clear(it.hold[:])
 				it.parts, it.holds, it.fence, it.read = nil, nil, false, false
-				l.freeMu.Lock()
-				if len(l.free) < 256 {
-					l.free = append(l.free, it)
-				}
-				l.freeMu.Unlock()
+				l.free = append(l.free, it)
 			}
 		}
 		clear(l.out[:k])
 		l.out = append(l.out[:0], l.out[k:]...)
-		if len(l.out) < 8 {
-			l.take() // what was queued meanwhile goes in the next write
-		}
 	}
 	if l.txWait.Load() {
 		l.txWait.Store(false)
+	}
+	if l.ackDue.Load() != 0 {
+		l.ackDue.Store(0)
+		l.q.ctx.tcp.acks.Add(-1)
 	}
 	return false
 }
@@ -961,18 +913,18 @@ func (l *tcpLink) answer(kind uint8, tok uint64, st verbs.Status, old uint64) {
 		return
 	}
 	raceRelease()
-	l.qMu.Lock()
+	l.txMu.Lock()
 	if l.failed.Load() {
-		l.qMu.Unlock()
+		l.txMu.Unlock()
 		return
 	}
-	l.inbox = append(l.inbox, it)
+	l.out = append(l.out, it)
 	first := l.ackDue.Load() == 0
 	if first {
 		l.ackDue.Store(tcpClock() + int64(tcpAnswerDelay))
 		l.q.ctx.tcp.acks.Add(1)
 	}
-	l.qMu.Unlock()
+	l.txMu.Unlock()
 	if first {
 		l.q.ctx.ackQueued()
 	}
@@ -986,13 +938,13 @@ func tcpClock() int64 { return int64(time.Since(tcpEpoch)) }
 
 // item returns a reusable frame item (an answer, or a READ's data).
 func (l *tcpLink) item() *outItem {
-	l.freeMu.Lock()
+	l.txMu.Lock()
 	var it *outItem
 	if n := len(l.free); n > 0 {
 		it = l.free[n-1]
 		l.free = l.free[:n-1]
 	}
-	l.freeMu.Unlock()
+	l.txMu.Unlock()
 	if it == nil {
 		it = &outItem{pool: true}
 	}
@@ -1024,28 +976,18 @@ func (l *tcpLink) shut() {
 		close(l.done)
 		l.rxMu.Lock()
 		l.txMu.Lock()
-		l.fdMu.Lock()
 		if l.conn != nil {
 			l.conn.Close()
 		}
-		l.fdMu.Unlock()
 		for _, it := range l.out {
 			for _, h := range it.holds {
 				release(h)
 			}
 		}
 		l.out = nil
-		l.qMu.Lock()
-		for _, it := range l.inbox {
-			for _, h := range it.holds {
-				release(h)
-			}
-		}
-		l.inbox = nil
 		if l.ackDue.Swap(0) != 0 {
 			l.q.ctx.tcp.acks.Add(-1)
 		}
-		l.qMu.Unlock()
 		l.txMu.Unlock()
 		for _, h := range l.rx.holds {
 			release(h)

@@ -251,17 +251,16 @@ func (p *tcpPoller) sync() bool {
 }
 
 // interest sets the epoll events the poller waits for on l's socket (0: none,
-// the link is left out of the set), under l.fdMu (not rxMu, which a caller
-// reading a large payload holds): a shut link's socket, which may be closed, is
-// left alone. It reports false only if the link is gone.
-func (p *tcpPoller) interest(l *tcpLink, id int32, want uint32) bool {
+// the link is left out of the set), under l.rxMu: a shut link's socket, which
+// may be closed, is left alone.
+func (p *tcpPoller) interest(l *tcpLink, id int32, want uint32) {
 	if l.epIn == want {
-		return true
+		return
 	}
-	l.fdMu.Lock()
-	defer l.fdMu.Unlock()
+	l.rxMu.Lock()
+	defer l.rxMu.Unlock()
 	if l.failed.Load() {
-		return true
+		return
 	}
 	var err error
 	ev := unix.EpollEvent{Events: want, Fd: id}
@@ -275,10 +274,9 @@ func (p *tcpPoller) interest(l *tcpLink, id int32, want uint32) bool {
 	}
 	if err != nil {
 		l.lost(err)
-		return true
+		return
 	}
 	l.epIn = want
-	return true
 }
 
 // tend runs the timed work after a wait: answers whose delay ran out are sent,
