@@ -47,6 +47,10 @@ func (c Cmp) holds(a, b int64, signed bool) bool {
 // move the counter.
 const recheck = time.Millisecond
 
+// defaultSpinFor is how long a wait drives the engine on its own goroutine
+// before it naps.
+const defaultSpinFor = time.Millisecond
+
 // load reads element i of s's local copy atomically, widened to 64 bits.
 func load[T AMOElem](s Sym[T], i int) int64 {
 	p := unsafe.Pointer(&s.w.heap[s.off+uint64(i*sizeOf[T]())])
@@ -100,9 +104,15 @@ func matching[T AMOElem](s Sym[T], cmp Cmp, v T, stopAtFirst bool) []int {
 	return idx
 }
 
-// waitFor blocks until done returns true, sleeping on the heap's target
-// counter (which also drives this PE's progress) between looks.
+// waitFor blocks until done returns true. For its first spinFor it sleeps on
+// the heap's target counter between looks, which drives this PE's progress on
+// the caller's goroutine and returns as soon as the counter moves; after that
+// it naps between looks (nap), leaving the CPU to the PEs that work and the
+// progress to the NI's own goroutine. A PE that waits long (a barrier while
+// another PE streams puts into it) then costs little CPU, where spinning would
+// take a core from the PE it waits for on a node with no core to spare.
 func (w *World) waitFor(ctx context.Context, done func() bool) error {
+	var spinUntil time.Time
 	for {
 		seen, err := w.t.targetCount()
 		if err != nil {
@@ -114,11 +124,32 @@ func (w *World) waitFor(ctx context.Context, done func() bool) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := w.t.waitTarget(ctx, seen, recheck); err != nil {
+		now := time.Now()
+		if spinUntil.IsZero() {
+			spinUntil = now.Add(w.spinFor)
+		}
+		if left := spinUntil.Sub(now); left > 0 || !w.t.mayNap() {
+			w.spins.Add(1)
+			if left <= 0 || left > recheck {
+				left = recheck
+			}
+			err = w.t.waitTarget(ctx, seen, left)
+		} else {
+			err = sleepCtx(ctx, nap)
+			w.naps.Add(1)
+			if w.onNap != nil {
+				w.onNap()
+			}
+		}
+		if err != nil {
 			return err
 		}
 	}
 }
+
+// nap is how long a wait past its spinning budget sleeps between looks (the
+// Go runtime's timers make it about a millisecond on Linux).
+const nap = 200 * time.Microsecond
 
 // Test reports whether the local copy of ivar's first element satisfies cmp
 // against v (shmem_test).
