@@ -3,9 +3,12 @@ package shmem
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync/atomic"
 	"testing"
 	"unsafe"
+
+	"github.com/goportals/goportals/internal/envknob"
 )
 
 func init() { roles["nap"] = roleNap }
@@ -15,15 +18,31 @@ func init() { roles["nap"] = roleNap }
 // the CPU to the PEs that work), and still sees the store it waits for.
 func TestWaitNaps(t *testing.T) { testRole(t, "nap") }
 
+// TestWaitNapsEngine: the same with every operation through the target's
+// engine: while a wait naps, the NI's progress goroutine serves the requests
+// that reach the PE (here the gets that watch it, and the put it waits for).
+func TestWaitNapsEngine(t *testing.T) {
+	launch(t, "nap", 2, string(envknob.Direct)+"=off")
+}
+
+// TestWaitNoProgressGoroutine: without progress goroutines
+// (PTL_PROGRESS_GOROUTINE=0) a wait never naps, however long it lasts: only
+// the waiting PE's own calls progress its engine, and the other PE's gets and
+// put through it would never be answered.
+func TestWaitNoProgressGoroutine(t *testing.T) {
+	launch(t, "nap", 2, string(envknob.Direct)+"=off", string(envknob.ProgressGoroutine)+"=0")
+}
+
 // roleNap: PE 0 waits for a flag with no spinning budget; PE 1 sets the flag
-// only once it has read (by gets from PE 0's heap) that PE 0's wait napped
-// three times. PE 0 checks that its wait never spun.
+// only once it has read (by gets from PE 0's heap) that PE 0's wait looked at
+// memory three times. PE 0 checks how it waited: by naps only, or, without
+// progress goroutines, by driving the engine only.
 func roleNap(ctx context.Context, w *World) error {
 	flag, err := Calloc[uint64](ctx, w, 1)
 	if err != nil {
 		return err
 	}
-	naps, err := Calloc[uint64](ctx, w, 1)
+	rounds, err := Calloc[uint64](ctx, w, 1)
 	if err != nil {
 		return err
 	}
@@ -31,24 +50,26 @@ func roleNap(ctx context.Context, w *World) error {
 	switch w.MyPE() {
 	case 0:
 		w.spinFor = 0
-		word := (*uint64)(unsafe.Pointer(&naps.Local()[0]))
-		w.onNap = func() { atomic.StoreUint64(word, w.naps.Load()) }
-		spins := w.spins.Load()
+		word := (*uint64)(unsafe.Pointer(&rounds.Local()[0]))
+		spins0, naps0 := w.spins.Load(), w.naps.Load()
+		w.onRound = func() { atomic.StoreUint64(word, w.spins.Load()-spins0+w.naps.Load()-naps0) }
 		err := WaitUntil(ctx, flag, CmpEQ, 1)
-		w.onNap = nil
+		w.onRound = nil
 		w.spinFor = defaultSpinFor
 		if err != nil {
 			return err
 		}
-		if n := w.spins.Load() - spins; n != 0 {
-			return fmt.Errorf("the wait spun %d times with no spinning budget", n)
-		}
-		if n := atomic.LoadUint64(word); n < 3 {
-			return fmt.Errorf("the wait napped %d times before the flag came", n)
+		spins, naps := w.spins.Load()-spins0, w.naps.Load()-naps0
+		if os.Getenv(string(envknob.ProgressGoroutine)) == "0" {
+			if naps != 0 || spins < 3 {
+				return fmt.Errorf("without progress goroutines the wait napped %d times and drove the engine %d times", naps, spins)
+			}
+		} else if spins != 0 || naps < 3 {
+			return fmt.Errorf("with no spinning budget the wait drove the engine %d times and napped %d times", spins, naps)
 		}
 	case 1:
 		for {
-			n, err := G(ctx, c, naps, 0)
+			n, err := G(ctx, c, rounds, 0)
 			if err != nil {
 				return err
 			}

@@ -137,9 +137,9 @@ func (w *World) waitFor(ctx context.Context, done func() bool) error {
 		} else {
 			err = sleepCtx(ctx, nap)
 			w.naps.Add(1)
-			if w.onNap != nil {
-				w.onNap()
-			}
+		}
+		if w.onRound != nil {
+			w.onRound()
 		}
 		if err != nil {
 			return err

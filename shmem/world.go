@@ -53,13 +53,13 @@ type World struct {
 	closed atomic.Bool
 
 	// Waits (waitFor): how long a wait drives the engine itself before it
-	// naps, the waits that spun and the naps taken, and (tests) a function
-	// called after each nap. Used by the waiting goroutine only, except the
-	// counts.
+	// naps, the rounds that drove the engine and the naps taken, and (tests)
+	// a function called after each round. Used by the waiting goroutine only,
+	// except the counts.
 	spinFor time.Duration
 	spins   atomic.Uint64
 	naps    atomic.Uint64
-	onNap   func()
+	onRound func()
 }
 
 // maxBarrierRounds bounds the dissemination barrier's rounds (2^64 PEs).
