@@ -33,6 +33,17 @@ func TestWaitNoProgressGoroutine(t *testing.T) {
 	launch(t, "nap", 2, string(envknob.Direct)+"=off", string(envknob.ProgressGoroutine)+"=0")
 }
 
+// countingTransport counts the reads of the target counter.
+type countingTransport struct {
+	transport
+	reads atomic.Uint64
+}
+
+func (c *countingTransport) targetCount() (uint64, error) {
+	c.reads.Add(1)
+	return c.transport.targetCount()
+}
+
 // roleNap: PE 0 waits for a flag with no spinning budget; PE 1 sets the flag
 // only once it has read (by gets from PE 0's heap) that PE 0's wait looked at
 // memory three times. PE 0 checks how it waited: by naps only, or, without
@@ -53,19 +64,27 @@ func roleNap(ctx context.Context, w *World) error {
 		word := (*uint64)(unsafe.Pointer(&rounds.Local()[0]))
 		spins0, naps0 := w.spins.Load(), w.naps.Load()
 		w.onRound = func() { atomic.StoreUint64(word, w.spins.Load()-spins0+w.naps.Load()-naps0) }
+		ct := &countingTransport{transport: w.t}
+		w.t = ct
 		err := WaitUntil(ctx, flag, CmpEQ, 1)
+		w.t = ct.transport
 		w.onRound = nil
 		w.spinFor = defaultSpinFor
 		if err != nil {
 			return err
 		}
-		spins, naps := w.spins.Load()-spins0, w.naps.Load()-naps0
+		spins, naps, reads := w.spins.Load()-spins0, w.naps.Load()-naps0, ct.reads.Load()
 		if os.Getenv(string(envknob.ProgressGoroutine)) == "0" {
 			if naps != 0 || spins < 3 {
 				return fmt.Errorf("without progress goroutines the wait napped %d times and drove the engine %d times", naps, spins)
 			}
 		} else if spins != 0 || naps < 3 {
 			return fmt.Errorf("with no spinning budget the wait drove the engine %d times and napped %d times", spins, naps)
+		} else if reads != 0 {
+			// Reading the counter drives progress, which tells the NI's
+			// progress goroutine that the application polls: it would step
+			// aside while nobody polls.
+			return fmt.Errorf("a napping wait read the target counter %d times", reads)
 		}
 	case 1:
 		for {

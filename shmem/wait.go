@@ -107,16 +107,30 @@ func matching[T AMOElem](s Sym[T], cmp Cmp, v T, stopAtFirst bool) []int {
 // waitFor blocks until done returns true. For its first spinFor it sleeps on
 // the heap's target counter between looks, which drives this PE's progress on
 // the caller's goroutine and returns as soon as the counter moves; after that
-// it naps between looks (nap), leaving the CPU to the PEs that work and the
-// progress to the NI's own goroutine. A PE that waits long (a barrier while
-// another PE streams puts into it) then costs little CPU, where spinning would
-// take a core from the PE it waits for on a node with no core to spare.
+// it naps between looks (nap), looking only at memory, leaving the CPU to the
+// PEs that work and the progress to the NI's own goroutine. A PE that waits
+// long (a barrier while another PE streams puts into it) then costs little
+// CPU, where spinning would take a core from the PE it waits for on a node
+// with no core to spare.
 func (w *World) waitFor(ctx context.Context, done func() bool) error {
 	var spinUntil time.Time
 	for {
-		seen, err := w.t.targetCount()
-		if err != nil {
-			return err
+		now := time.Now()
+		if spinUntil.IsZero() {
+			spinUntil = now.Add(w.spinFor)
+		}
+		left := spinUntil.Sub(now)
+		spin := left > 0 || !w.t.mayNap()
+		// A spinning round reads the counter before it looks at memory (a
+		// store after the look moves the counter past seen). A nap reads
+		// nothing but memory: reading the counter drives progress, which would
+		// tell the NI's progress goroutine that this goroutine polls.
+		var seen uint64
+		if spin {
+			var err error
+			if seen, err = w.t.targetCount(); err != nil {
+				return err
+			}
 		}
 		if done() {
 			return nil
@@ -124,11 +138,8 @@ func (w *World) waitFor(ctx context.Context, done func() bool) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		now := time.Now()
-		if spinUntil.IsZero() {
-			spinUntil = now.Add(w.spinFor)
-		}
-		if left := spinUntil.Sub(now); left > 0 || !w.t.mayNap() {
+		var err error
+		if spin {
 			w.spins.Add(1)
 			if left <= 0 || left > recheck {
 				left = recheck
