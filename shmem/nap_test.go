@@ -2,16 +2,22 @@ package shmem
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/goportals/goportals/internal/envknob"
 )
 
-func init() { roles["nap"] = roleNap }
+func init() {
+	roles["nap"] = roleNap
+	roles["napclose"] = roleNapClose
+	closeMayFail["napclose"] = true // the role closes the World itself
+}
 
 // TestWaitNaps: a wait that outlasts its spinning budget stops driving the
 // engine and sleeps between looks at memory (a PE that waits long must leave
@@ -42,6 +48,36 @@ type countingTransport struct {
 func (c *countingTransport) targetCount() (uint64, error) {
 	c.reads.Add(1)
 	return c.transport.targetCount()
+}
+
+// TestWaitNapsThroughClose: a wait that naps while another goroutine closes
+// the World returns ErrClosed; it does not look at the heap, which is gone.
+func TestWaitNapsThroughClose(t *testing.T) { launch(t, "napclose", 2) }
+
+// roleNapClose: on every PE, a goroutine waits for a flag nobody sets, with no
+// spinning budget; once it napped twice, the PE closes the World.
+func roleNapClose(ctx context.Context, w *World) error {
+	flag, err := Calloc[uint64](ctx, w, 1)
+	if err != nil {
+		return err
+	}
+	w.spinFor = 0
+	var rounds atomic.Uint64
+	w.onRound = func() { rounds.Add(1) }
+	res := make(chan error, 1)
+	go func() { res <- WaitUntil(ctx, flag, CmpEQ, 1) }()
+	for rounds.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	cerr := w.Close(ctx)
+	werr := <-res
+	if cerr != nil {
+		return cerr
+	}
+	if !errors.Is(werr, ErrClosed) {
+		return fmt.Errorf("a wait through Close returned %v, want ErrClosed", werr)
+	}
+	return nil
 }
 
 // roleNap: PE 0 waits for a flag with no spinning budget; PE 1 sets the flag

@@ -131,6 +131,10 @@ func (w *World) waitFor(ctx context.Context, done func() bool) error {
 			if seen, err = w.t.targetCount(); err != nil {
 				return err
 			}
+		} else if w.closed.Load() {
+			// Closed while this wait napped: the heap that done reads is
+			// gone (a spinning round learns it from the freed counter).
+			return ErrClosed
 		}
 		if done() {
 			return nil
