@@ -19,7 +19,10 @@
 # Each round runs our benchmark, then SOS's tests, back to back, and prints
 # the per-metric ratio of that round, oriented so that above 1 means ours is
 # better (SOS time / our time for latencies, our rate / SOS rate for rates);
-# the last lines are each column's median over the rounds.
+# the last lines are each column's median over the rounds, and our windowed
+# 1 MiB rate by PE 0's CPU time (shmembench -cpu) per round: on a host whose
+# cores other work shares, how much of the wall-clock rate is the copy's cost
+# and how much the wait for a core.
 #
 # The metrics, side by side (SOS test and what its row means; our line):
 #   put8   shmem_latency_put_perf -s 8 -e 8: 8-byte shmem_putmem then shmem_quiet,
