@@ -47,6 +47,10 @@ func (c Cmp) holds(a, b int64, signed bool) bool {
 // move the counter.
 const recheck = time.Millisecond
 
+// defaultSpinFor is how long a wait drives the engine on its own goroutine
+// before it naps.
+const defaultSpinFor = time.Millisecond
+
 // load reads element i of s's local copy atomically, widened to 64 bits.
 func load[T AMOElem](s Sym[T], i int) int64 {
 	p := unsafe.Pointer(&s.w.heap[s.off+uint64(i*sizeOf[T]())])
@@ -100,13 +104,37 @@ func matching[T AMOElem](s Sym[T], cmp Cmp, v T, stopAtFirst bool) []int {
 	return idx
 }
 
-// waitFor blocks until done returns true, sleeping on the heap's target
-// counter (which also drives this PE's progress) between looks.
+// waitFor blocks until done returns true. For its first spinFor it sleeps on
+// the heap's target counter between looks, which drives this PE's progress on
+// the caller's goroutine and returns as soon as the counter moves; after that
+// it naps between looks (nap), looking only at memory, leaving the CPU to the
+// PEs that work and the progress to the NI's own goroutine. A PE that waits
+// long (a barrier while another PE streams puts into it) then costs little
+// CPU, where spinning would take a core from the PE it waits for on a node
+// with no core to spare.
 func (w *World) waitFor(ctx context.Context, done func() bool) error {
+	var spinUntil time.Time
 	for {
-		seen, err := w.t.targetCount()
-		if err != nil {
-			return err
+		now := time.Now()
+		if spinUntil.IsZero() {
+			spinUntil = now.Add(w.spinFor)
+		}
+		left := spinUntil.Sub(now)
+		spin := left > 0 || !w.t.mayNap()
+		// A spinning round reads the counter before it looks at memory (a
+		// store after the look moves the counter past seen). A nap reads
+		// nothing but memory: reading the counter drives progress, which would
+		// tell the NI's progress goroutine that this goroutine polls.
+		var seen uint64
+		if spin {
+			var err error
+			if seen, err = w.t.targetCount(); err != nil {
+				return err
+			}
+		} else if w.closed.Load() {
+			// Closed while this wait napped: the heap that done reads is
+			// gone (a spinning round learns it from the freed counter).
+			return ErrClosed
 		}
 		if done() {
 			return nil
@@ -114,11 +142,29 @@ func (w *World) waitFor(ctx context.Context, done func() bool) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := w.t.waitTarget(ctx, seen, recheck); err != nil {
+		var err error
+		if spin {
+			w.spins.Add(1)
+			if left <= 0 || left > recheck {
+				left = recheck
+			}
+			err = w.t.waitTarget(ctx, seen, left)
+		} else {
+			err = sleepCtx(ctx, nap)
+			w.naps.Add(1)
+		}
+		if w.onRound != nil {
+			w.onRound()
+		}
+		if err != nil {
 			return err
 		}
 	}
 }
+
+// nap is how long a wait past its spinning budget sleeps between looks (the
+// Go runtime's timers make it about a millisecond on Linux).
+const nap = 200 * time.Microsecond
 
 // Test reports whether the local copy of ivar's first element satisfies cmp
 // against v (shmem_test).

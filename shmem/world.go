@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // DefaultHeapSize is the symmetric heap of each PE when neither Options nor the
@@ -50,6 +51,15 @@ type World struct {
 	psync        uint64 // heap offset of the barrier flags
 
 	closed atomic.Bool
+
+	// Waits (waitFor): how long a wait drives the engine itself before it
+	// naps, the rounds that drove the engine and the naps taken, and (tests)
+	// a function called after each round. Used by the waiting goroutine only,
+	// except the counts.
+	spinFor time.Duration
+	spins   atomic.Uint64
+	naps    atomic.Uint64
+	onRound func()
 }
 
 // maxBarrierRounds bounds the dissemination barrier's rounds (2^64 PEs).
@@ -82,7 +92,8 @@ func Init(ctx context.Context, opts *Options) (*World, error) {
 	if err != nil {
 		return nil, opErr(op, err)
 	}
-	w := &World{t: t, me: t.rank(), n: t.size(), heap: t.heapMem(), ctxs: map[*Ctx]struct{}{}, globalOffs: map[uint64]bool{}}
+	w := &World{t: t, me: t.rank(), n: t.size(), heap: t.heapMem(), ctxs: map[*Ctx]struct{}{}, globalOffs: map[uint64]bool{},
+		spinFor: defaultSpinFor}
 	w.alloc.init(uint64(len(w.heap)))
 	w.psync, _ = w.alloc.allocate(reserved, 8)
 	err = w.allocGlobals()
