@@ -115,6 +115,14 @@ func matching[T AMOElem](s Sym[T], cmp Cmp, v T, stopAtFirst bool) []int {
 func (w *World) waitFor(ctx context.Context, done func() bool) error {
 	var spinUntil time.Time
 	for {
+		// A round looks at the heap and the target counter only while it
+		// holds look shared, and only if the World is not closed: Close sets
+		// closed under look held exclusively before it frees either.
+		w.look.RLock()
+		if w.closed.Load() {
+			w.look.RUnlock()
+			return ErrClosed
+		}
 		now := time.Now()
 		if spinUntil.IsZero() {
 			spinUntil = now.Add(w.spinFor)
@@ -129,17 +137,16 @@ func (w *World) waitFor(ctx context.Context, done func() bool) error {
 		if spin {
 			var err error
 			if seen, err = w.t.targetCount(); err != nil {
+				w.look.RUnlock()
 				return err
 			}
-		} else if w.closed.Load() {
-			// Closed while this wait napped: the heap that done reads is
-			// gone (a spinning round learns it from the freed counter).
-			return ErrClosed
 		}
 		if done() {
+			w.look.RUnlock()
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
+			w.look.RUnlock()
 			return err
 		}
 		var err error
@@ -148,8 +155,12 @@ func (w *World) waitFor(ctx context.Context, done func() bool) error {
 			if left <= 0 || left > recheck {
 				left = recheck
 			}
+			// Under look: the wait uses the counter (it ends within recheck,
+			// so Close waits at most that long).
 			err = w.t.waitTarget(ctx, seen, left)
+			w.look.RUnlock()
 		} else {
+			w.look.RUnlock()
 			err = sleepCtx(ctx, nap)
 			w.naps.Add(1)
 		}

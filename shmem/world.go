@@ -51,6 +51,10 @@ type World struct {
 	psync        uint64 // heap offset of the barrier flags
 
 	closed atomic.Bool
+	// look is held shared by a wait while it looks at the heap or the target
+	// counter, and exclusively by Close while it sets closed: once Close
+	// holds it, no wait looks at what Close is about to free.
+	look sync.RWMutex
 
 	// Waits (waitFor): how long a wait drives the engine itself before it
 	// naps, the rounds that drove the engine and the naps taken, and (tests)
@@ -201,7 +205,9 @@ func (w *World) Close(ctx context.Context) error {
 	}
 	qerr := w.quietAll(ctx)
 	berr := w.t.jobBarrier(ctx)
+	w.look.Lock()
 	w.closed.Store(true)
+	w.look.Unlock()
 	cerr := w.closeCtxs()
 	terr := w.t.close()
 	worldMu.Lock()
