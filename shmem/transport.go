@@ -112,7 +112,7 @@ func openTransport(ctx context.Context, heapSize int) (_ transport, err error) {
 	}
 	t.maxV = int(t.ni.Limits().MaxVolatileSize)
 	t.crowded = j.Size() > runtime.NumCPU()
-	t.noProgress = envknob.Get(envknob.ProgressGoroutine) == "0"
+	t.noProgress = progressEnvOff
 	if t.alloc, err = md.Alloc(heapSize); err != nil {
 		return nil, err
 	}
@@ -201,6 +201,12 @@ func (t *ptlTransport) waitTarget(ctx context.Context, seen uint64, d time.Durat
 }
 
 func (t *ptlTransport) mayNap() bool { return !t.noProgress }
+
+// progressEnvOff is PTL_PROGRESS_GOROUTINE=0 as the NIs see it: they read the
+// variable once, when the process starts, so this reads it then too (a
+// program that changes its environment before Init must not make waits nap
+// on NIs that have no progress goroutine).
+var progressEnvOff = envknob.Get(envknob.ProgressGoroutine) == "0"
 
 // failedPoll is how often a wait looks again once its counter holds a failure.
 const failedPoll = 20 * time.Microsecond
