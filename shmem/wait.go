@@ -177,12 +177,29 @@ func (w *World) waitFor(ctx context.Context, done func() bool) error {
 // Go runtime's timers make it about a millisecond on Linux).
 const nap = 200 * time.Microsecond
 
+// poll runs a round of this PE's progress for Test and its variants when
+// nothing else would: without the NI's progress goroutine
+// (PTL_PROGRESS_GOROUTINE=0) only the calls that wait or poll progress the
+// engine, and a program that polls with Test would otherwise never answer the
+// requests that reach the PE. With the goroutine, Test looks at memory only.
+func (w *World) poll() {
+	if w.t.mayNap() {
+		return
+	}
+	w.look.RLock()
+	if !w.closed.Load() {
+		w.t.targetCount() // reading the counter runs a progress round
+	}
+	w.look.RUnlock()
+}
+
 // Test reports whether the local copy of ivar's first element satisfies cmp
 // against v (shmem_test).
 func Test[T AMOElem](ivar Sym[T], cmp Cmp, v T) (bool, error) {
 	if err := checkWait(ivar, cmp); err != nil || ivar.n == 0 {
 		return false, opErr("shmem_test", orEmpty(err, ivar.n))
 	}
+	ivar.w.poll()
 	return len(matching(ivar.Slice(0, 1), cmp, v, true)) == 1, nil
 }
 
@@ -198,6 +215,7 @@ func TestAll[T AMOElem](ivars Sym[T], cmp Cmp, v T) (bool, error) {
 	if err := checkWait(ivars, cmp); err != nil {
 		return false, opErr("shmem_test_all", err)
 	}
+	ivars.w.poll()
 	return len(matching(ivars, cmp, v, false)) == ivars.n, nil
 }
 
@@ -207,6 +225,7 @@ func TestAny[T AMOElem](ivars Sym[T], cmp Cmp, v T) (int, error) {
 	if err := checkWait(ivars, cmp); err != nil {
 		return -1, opErr("shmem_test_any", err)
 	}
+	ivars.w.poll()
 	if m := matching(ivars, cmp, v, true); len(m) > 0 {
 		return m[0], nil
 	}
@@ -219,6 +238,7 @@ func TestSome[T AMOElem](ivars Sym[T], cmp Cmp, v T) ([]int, error) {
 	if err := checkWait(ivars, cmp); err != nil {
 		return nil, opErr("shmem_test_some", err)
 	}
+	ivars.w.poll()
 	return matching(ivars, cmp, v, false), nil
 }
 
