@@ -42,7 +42,10 @@
 // issuing goroutine waits, running the engine itself. A wait for a word
 // (WaitUntil, barriers) runs the engine itself for its first millisecond, then
 // naps between looks, so a PE that waits long leaves its core to the PEs that
-// work (the NI's progress goroutine serves the network meanwhile). Symmetric globals
+// work (the NI's progress goroutine serves the network meanwhile). Without
+// progress goroutines (PTL_PROGRESS_GOROUTINE=0 when the process starts) waits
+// never nap, and Test and its variants run a progress round on each call. A
+// wait that another goroutine's Close overtakes returns ErrClosed. Symmetric globals
 // (NewGlobal) stand in for OpenSHMEM's symmetric data segment. All use of
 // package portals and of the job runtime is in transport.go.
 //
