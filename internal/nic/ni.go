@@ -84,17 +84,18 @@ type NI struct {
 	buf2        []byte
 	direct      *directState // direct access (direct.go); nil when off
 
-	queued   atomic.Int32 // engine sends waiting in peer queues
-	trig     triggerRunner
-	progMu   sync.Mutex // one goroutine handles completions at a time
-	appPolls atomic.Uint64
-	kickCh   chan struct{}
-	wcs      [32]verbs.WorkCompletion
-	recvQ    []verbs.WorkCompletion // receive completions polled and not yet handled (under progMu)
-	longs    atomic.Uint64          // long transfers started by the target (see progressLocked)
-	regOnce  sync.Once
-	reg      *mdreg.Registry
-	regErr   error
+	queued    atomic.Int32 // engine sends waiting in peer queues
+	trig      triggerRunner
+	progMu    sync.Mutex    // one goroutine handles completions at a time
+	appPolled atomic.Bool   // set by callers that drive progress, cleared by the progress goroutine
+	appPolls  atomic.Uint64 // rounds callers drove, counted only for tests (countAppPolls)
+	kickCh    chan struct{}
+	wcs       [32]verbs.WorkCompletion
+	recvQ     []verbs.WorkCompletion // receive completions polled and not yet handled (under progMu)
+	longs     atomic.Uint64          // long transfers started by the target (see progressLocked)
+	regOnce   sync.Once
+	reg       *mdreg.Registry
+	regErr    error
 
 	stop chan struct{}
 	wg   sync.WaitGroup

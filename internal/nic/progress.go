@@ -27,6 +27,12 @@ const progressSpin = 2048
 // all the work themselves.
 var testNoHelpers atomic.Bool
 
+// countAppPolls, set by the package's tests, makes progressOnce count the rounds
+// callers drive (ni.appPolls), so a test can see that a call waits on the engine.
+// Off in the library: an atomic add per round of a polling loop is a write to a
+// line the progress goroutine reads.
+var countAppPolls bool
+
 // noProgressGoroutine reports whether NIs run without their progress goroutine:
 // PTL_PROGRESS_GOROUTINE=0 in the environment (or a test). Progress then happens
 // only inside the calls that wait or poll, and the blocking waits (EQ.Wait,
@@ -45,7 +51,6 @@ func (ni *NI) run() {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-ni.stop; cancel() }()
 	idle := 0
-	last := ni.appPolls.Load()
 	nap := time.NewTimer(time.Hour)
 	nap.Stop()
 	for {
@@ -58,10 +63,10 @@ func (ni *NI) run() {
 			idle = 0
 			continue
 		}
-		if p := ni.appPolls.Load(); p != last {
+		if ni.appPolled.Load() {
 			// A waiting caller drives progress itself: stay off the CPU until it
 			// stops polling or is about to block (kick).
-			last = p
+			ni.appPolled.Store(false)
 			idle = 0
 			nap.Reset(appNap)
 			select {
@@ -106,8 +111,13 @@ const appNap = 500 * time.Microsecond
 // another goroutine is doing so. Callers that wait (EQ and CT waits) run it
 // themselves, so the completion that ends their wait needs no goroutine hand-off.
 func (ni *NI) progressOnce(app bool) int {
-	if app {
+	if app && countAppPolls {
 		ni.appPolls.Add(1)
+	}
+	if app && !ni.appPolled.Load() {
+		// A store only when the goroutine cleared it: a polling caller reads a
+		// line the goroutine writes once per nap, not once per round.
+		ni.appPolled.Store(true)
 	}
 	if !ni.progMu.TryLock() {
 		return 0

@@ -36,7 +36,10 @@ var meOps = [...]me.Op{msgPut: me.OpKindPut, msgGet: me.OpKindGet, msgAtomic: me
 // without ni.mu; data placement and events happen under it, the answer is sent
 // after.
 func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
-	defer testAfterRequest()
+	if testRequestHandled.Load() != nil {
+		// (a load first: testAfterRequest swaps, an atomic write per request)
+		defer testAfterRequest()
+	}
 	if h.flags&hfLong == 0 && ((h.kind == msgGet && h.length > eagerMax) ||
 		((h.kind == msgPut || h.kind == msgAtomic || h.kind == msgFetch) && uint64(len(payload)) != h.length)) {
 		// An inline request must carry exactly its data (a get's reply must fit inline).
