@@ -11,13 +11,13 @@ import (
 )
 
 const (
-	recvDepth = 64  // receives posted per peer
+	recvDepth = 64 // receives posted per peer
 	// repostBatch is how many handled receive slots are posted again in one
 	// PostRecv: a call per message would take the queue pair's lock per message.
 	// At least recvDepth-repostBatch+1 receives stay posted.
 	repostBatch = 16
-	sendDepth = 256 // send queue per peer
-	signalN   = 32  // every n-th inline send is signaled so the provider can free slots
+	sendDepth   = 256 // send queue per peer
+	signalN     = 32  // every n-th inline send is signaled so the provider can free slots
 )
 
 // Work request ids: the top byte says what completed.
@@ -49,7 +49,7 @@ type peer struct {
 	wr      [1]verbs.SendWR
 	nsend   int
 	failed  bool
-	queue   []queued // engine sends waiting for room (under ni.progMu)
+	queue   []queued                  // engine sends waiting for room (under ni.progMu)
 	rwr     [repostBatch]verbs.RecvWR // handled slots not yet posted again (the first nre)
 	rsge    [repostBatch]verbs.SGE
 	nre     int
