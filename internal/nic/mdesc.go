@@ -31,6 +31,7 @@ type MDSpec struct {
 type MD struct {
 	ni       *NI
 	mem      md.Memory
+	flat     []byte // mem's bytes when it is one Go slice (flatOf), for the eager put path
 	opts     MDOptions
 	eq       *EQ
 	ct       *CT
@@ -66,7 +67,23 @@ func (ni *NI) MDBind(s MDSpec) (*MD, error) {
 		return nil, opErr(op, NoSpace, nil)
 	}
 	ni.nMD++
-	return &MD{ni: ni, mem: mem, opts: s.Options, eq: s.EQ, ct: s.CT}, nil
+	return &MD{ni: ni, mem: mem, flat: flatOf(mem), opts: s.Options, eq: s.EQ, ct: s.CT}, nil
+}
+
+// flatOf returns the bytes of mem when they are one slice of Go memory (not raw
+// memory, which is read and written under fault protection, nor an iovec list of
+// several pieces), or nil. Eager puts copy through it directly: md.Memory's
+// methods take the memory by value and walk its segments, which costs more than
+// the copy of a small message.
+func flatOf(mem md.Memory) []byte {
+	if mem.IsRaw() || mem.NumSegments() != 1 {
+		return nil
+	}
+	p, err := mem.Slices(0, mem.Len(), nil)
+	if err != nil || len(p) != 1 || uint64(len(p[0])) != mem.Len() {
+		return nil
+	}
+	return p[0]
 }
 
 // Release unbinds the descriptor (PtlMDRelease); InUse while operations on it are

@@ -256,6 +256,9 @@ func (ni *NI) issue(o *initOp, operand []byte) error {
 				return err
 			}
 			pieces = append(parts[:0], buf)
+		} else if o.md.flat != nil {
+			// (validate checked the range against the descriptor)
+			pieces = append(parts[:0], o.md.flat[o.localOff:o.localOff+o.length])
 		} else {
 			var err error
 			if pieces, err = o.md.mem.Slices(o.localOff, o.length, parts[:0]); err != nil {
