@@ -8,6 +8,7 @@ import (
 
 	"github.com/goportals/goportals/internal/envknob"
 	"github.com/goportals/goportals/internal/mdreg"
+	"github.com/goportals/goportals/internal/nic/spin"
 
 	"github.com/goportals/goportals/eq"
 	"github.com/goportals/goportals/internal/verbs"
@@ -88,6 +89,8 @@ func (ni *NI) run() {
 			// (queued sends wait for room that frees without a completion: keep polling)
 			if idle&63 == 0 {
 				runtime.Gosched()
+			} else {
+				spin.Pause()
 			}
 			continue
 		}
