@@ -54,7 +54,6 @@ func (ni *NI) run() {
 	idle := 0
 	nap := time.NewTimer(time.Hour)
 	nap.Stop()
-	napLen := appNap
 	for {
 		select {
 		case <-ni.stop:
@@ -63,28 +62,23 @@ func (ni *NI) run() {
 		}
 		if ni.progressOnce(false) > 0 {
 			idle = 0
-			napLen = appNap
 			continue
 		}
 		if ni.appPolled.Load() {
 			// A waiting caller drives progress itself: stay off the CPU until it
-			// stops polling or is about to block (kick). Each nap that ends with
-			// the caller still polling doubles the next one, up to appNapMax.
+			// stops polling or is about to block (kick).
 			ni.appPolled.Store(false)
 			idle = 0
-			nap.Reset(napLen)
+			nap.Reset(appNap)
 			select {
 			case <-nap.C:
-				napLen = min(2*napLen, appNapMax)
 			case <-ni.kickCh:
 				nap.Stop()
-				napLen = appNap
 			case <-ni.stop:
 				return
 			}
 			continue
 		}
-		napLen = appNap
 		if idle++; idle < progressSpin || ni.queued.Load() > 0 {
 			// (queued sends wait for room that frees without a completion: keep polling)
 			if idle&63 == 0 {
@@ -115,13 +109,6 @@ func (ni *NI) kick() {
 // that this stays rare, and short enough that a process whose application stops
 // polling without blocking (no kick) gets its progress back soon.
 const appNap = 500 * time.Microsecond
-
-// appNapMax bounds the naps while callers keep polling: every nap's end wakes a
-// thread that preempts a spinning rank on a full host (thousands a second at
-// appNap), and a caller that polls for long is the one poller the NI needs. A
-// process whose application stops polling without blocking gets its progress
-// back within one nap, appNapMax at the most.
-const appNapMax = 8 * time.Millisecond
 
 // progressOnce posts queued engine sends and handles one batch of completions, unless
 // another goroutine is doing so. Callers that wait (EQ and CT waits) run it

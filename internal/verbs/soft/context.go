@@ -268,7 +268,6 @@ func (c *Context) kick() {
 const (
 	idleSpin     = 256
 	activeNap    = 500 * time.Microsecond // each end of a nap wakes a thread: rare, while the application polls
-	activeNapMax = 8 * time.Millisecond   // the longest nap while the application keeps polling
 	sleepTimeout = 20 * time.Millisecond
 	peerCheck    = 10 * time.Millisecond
 )
@@ -278,7 +277,6 @@ func (c *Context) run() {
 	w := c.view.sleepWord()
 	lastCheck := time.Now()
 	idle := 0
-	napLen := activeNap
 	for {
 		select {
 		case <-c.stop:
@@ -287,7 +285,6 @@ func (c *Context) run() {
 		}
 		if c.progress() > 0 {
 			idle = 0
-			napLen = activeNap
 			continue
 		}
 		if now := time.Now(); now.Sub(lastCheck) > peerCheck {
@@ -295,23 +292,18 @@ func (c *Context) run() {
 			c.checkPeers()
 		}
 		if c.polled.Load() {
-			// The application polls: each nap that ends with it still polling
-			// doubles the next one, up to activeNapMax.
 			c.polled.Store(false)
 			idle = 0
-			c.napTimer.Reset(napLen)
+			c.napTimer.Reset(activeNap)
 			select {
 			case <-c.napTimer.C:
-				napLen = min(2*napLen, activeNapMax)
 			case <-c.kickCh:
 				c.napTimer.Stop()
-				napLen = activeNap
 			case <-c.stop:
 				return
 			}
 			continue
 		}
-		napLen = activeNap
 		if idle++; idle < idleSpin {
 			if idle&63 == 0 {
 				runtime.Gosched()
