@@ -2,6 +2,7 @@ package nic
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/goportals/goportals/md"
 )
@@ -35,8 +36,8 @@ type MD struct {
 	opts     MDOptions
 	eq       *EQ
 	ct       *CT
-	inflight int // operations not yet complete (guarded by ni.mu)
-	released bool
+	inflight int         // operations not yet complete (guarded by ni.mu)
+	released atomic.Bool // set under ni.mu; read without it by the lock-free start of a put without ack
 }
 
 const mdOptionsAll = MDEventSuccessDisable | MDEventCTSend | MDEventCTReply | MDEventCTAck |
@@ -96,7 +97,7 @@ func (m *MD) Release() error {
 	ni := m.ni
 	ni.mu.Lock()
 	defer ni.mu.Unlock()
-	if m.released {
+	if m.released.Load() {
 		return opErr(op, ArgInvalid, fmt.Errorf("descriptor already released"))
 	}
 	// Completions that already arrived (an ACK the engine has not handled yet) are
@@ -105,14 +106,14 @@ func (m *MD) Release() error {
 		ni.mu.Unlock()
 		ni.assist()
 		ni.mu.Lock()
-		if m.released {
+		if m.released.Load() {
 			return opErr(op, ArgInvalid, fmt.Errorf("descriptor already released"))
 		}
 	}
 	if m.inflight > 0 {
 		return opErr(op, InUse, fmt.Errorf("%d operations outstanding", m.inflight))
 	}
-	m.released = true
+	m.released.Store(true)
 	ni.nMD--
 	return nil
 }

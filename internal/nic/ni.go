@@ -66,8 +66,9 @@ type NI struct {
 	byPhys      map[physKey]*peer           // the connection to send on, by physical id
 	lastKey     physKey                     // the last peer looked up (the common case: one target)
 	lastPeer    *peer
-	noGoroutine bool   // no progress goroutine: waits never sleep (see noProgressGoroutine)
-	polls       uint32 // progress rounds, to poll the rendezvous listener now and then (under progMu)
+	lastFast    atomic.Pointer[peer] // lastPeer, for the lock-free start (ops.go)
+	noGoroutine bool                 // no progress goroutine: waits never sleep (see noProgressGoroutine)
+	polls       uint32               // progress rounds, to poll the rendezvous listener now and then (under progMu)
 	pts         []*pt
 	nMD         int
 	eqs         map[*EQ]struct{} // the live event queues: they die with the NI

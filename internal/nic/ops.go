@@ -101,7 +101,7 @@ const maxRequestSegs = eagerMax / 16
 
 // validate checks an operation's arguments against its descriptors and limits.
 func (ni *NI) validate(o *initOp, operand []byte) error {
-	if o.md.released || (o.getMD != nil && (o.getMD.ni != ni || o.getMD.released)) {
+	if o.md.released.Load() || (o.getMD != nil && (o.getMD.ni != ni || o.getMD.released.Load())) {
 		return fmt.Errorf("descriptor released or of another NI")
 	}
 	if o.localOff > o.md.mem.Len() || o.length > o.md.mem.Len()-o.localOff {
@@ -159,6 +159,21 @@ func (ni *NI) start(name string, o *initOp, target ProcessID, operand []byte) er
 	if err := ni.check(name); err != nil {
 		return err
 	}
+	if pr := ni.fastPeer(o, target); pr != nil {
+		// A put or atomic without ack, eager, to a connected peer, with direct
+		// access off: nothing here needs the engine lock (validate reads what
+		// never changes after bind, and the released flag atomically), and
+		// nothing answers it, so it needs no id (its header carries none).
+		if err := ni.validate(o, operand); err != nil {
+			code := ArgInvalid
+			if errorsIsNotSupported(err) {
+				code = Fail
+			}
+			return opErr(name, code, err)
+		}
+		o.pr = pr
+		return ni.issueOrFail(name, o, operand)
+	}
 	ni.mu.Lock()
 	var pr *peer
 	for {
@@ -215,6 +230,32 @@ func (ni *NI) start(name string, o *initOp, target ProcessID, operand []byte) er
 	ni.directSent(pr, true)
 	ni.mu.Unlock()
 	return ni.issueOrFail(name, h, operand)
+}
+
+// fastPeer returns the connection for an operation that may start without the
+// engine lock (see start), or nil: then start takes the lock. The peer comes from
+// the one-entry cache the locked lookups fill.
+func (ni *NI) fastPeer(o *initOp, target ProcessID) *peer {
+	if ni.direct != nil || o.ack != NoAckReq || o.length > eagerMax || o.getMD != nil ||
+		(o.kind != msgPut && o.kind != msgAtomic) {
+		return nil
+	}
+	pr := ni.lastFast.Load()
+	if pr == nil {
+		return nil
+	}
+	id := ProcessID{NID: target.NID, PID: target.PID}
+	if ni.Logical() {
+		lp := ni.logical.Load()
+		if lp == nil || int64(target.Rank) >= int64(len(*lp)) {
+			return nil // the locked path reports it
+		}
+		id = (*lp)[target.Rank]
+	}
+	if keyOf(pr.id) != keyOf(id) || pr.broken.Load() {
+		return nil
+	}
+	return pr
 }
 
 // issueOrFail issues o; a peer that is gone completes it with failure events.
