@@ -89,13 +89,17 @@ func addSaturated(w *atomic.Uint64, d uint64) {
 // All methods are safe for concurrent use (see the package comment). Get, Set and Inc do
 // not allocate; AddTrigger allocates only when the pending list grows.
 type Counter struct {
-	mu      sync.Mutex
-	cell    atomic.Pointer[Cell] // where the value lives: own, or the caller's (NewCounterAt) until Free
-	own     Cell
-	freed   bool
-	gone    atomic.Bool // freed, for Inc's lock-free path
-	firing  bool        // a goroutine is running this counter's ready triggers
-	seq     uint64      // registrations so far: the tie-break of equal thresholds
+	mu    sync.Mutex
+	cell  atomic.Pointer[Cell] // where the value lives: own, or the caller's (NewCounterAt) until Free
+	own   Cell
+	freed bool
+	gone  atomic.Bool // freed, for Inc's and Get's lock-free paths
+	// setSeq is odd while Set writes the two words of the value (under mu): Get
+	// reads without the lock and retries a read that a Set overlapped, so it never
+	// returns half of one Set.
+	setSeq  atomic.Uint64
+	firing  bool   // a goroutine is running this counter's ready triggers
+	seq     uint64 // registrations so far: the tie-break of equal thresholds
 	trig    trigHeap
 	waiters waiterSet
 }
@@ -138,15 +142,25 @@ func (c *Counter) Reached(test uint64) bool {
 	return ok
 }
 
-// Get returns the current value (PtlCTGet), or ErrFreed.
+// Get returns the current value (PtlCTGet), or ErrFreed. It takes no lock (a
+// polling loop calls it per round): a read that a Set overlapped is read again,
+// and a counter found freed after the read reports ErrFreed, since its cell may
+// already serve another counter.
 func (c *Counter) Get() (CTEvent, error) {
-	c.mu.Lock()
-	v, freed := c.value(), c.freed
-	c.mu.Unlock()
-	if freed {
-		return CTEvent{}, ErrFreed
+	for {
+		seq := c.setSeq.Load()
+		if seq&1 != 0 {
+			runtime.Gosched() // a Set is writing the two words
+			continue
+		}
+		v := c.value()
+		if c.gone.Load() {
+			return CTEvent{}, ErrFreed
+		}
+		if c.setSeq.Load() == seq {
+			return v, nil
+		}
 	}
-	return v, nil
 }
 
 // Notice tells the counter that its cell changed without its lock (Cell.Add reported
@@ -198,8 +212,10 @@ func (c *Counter) Set(v CTEvent) error {
 	}
 	cell := c.cell.Load()
 	raceRelease()
+	c.setSeq.Add(1)
 	cell.success.Store(v.Success)
 	cell.failure.Store(v.Failure)
+	c.setSeq.Add(1)
 	c.waiters.wakeAll()
 	c.runTriggersLocked()
 	return nil

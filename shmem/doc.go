@@ -39,7 +39,13 @@
 // no acknowledgment: quiet completes them with a one-word get from each PE
 // that received some (the engine answers an initiator's requests in order).
 // A context bounds the operations it has in flight; past the bound the
-// issuing goroutine waits, running the engine itself. Symmetric globals
+// issuing goroutine waits, running the engine itself. A wait for a word
+// (WaitUntil, barriers) runs the engine itself for its first millisecond, then
+// naps between looks, so a PE that waits long leaves its core to the PEs that
+// work (the NI's progress goroutine serves the network meanwhile). Without
+// progress goroutines (PTL_PROGRESS_GOROUTINE=0 when the process starts) waits
+// never nap, and Test and its variants run a progress round on each call. A
+// wait that another goroutine's Close overtakes returns ErrClosed. Symmetric globals
 // (NewGlobal) stand in for OpenSHMEM's symmetric data segment. All use of
 // package portals and of the job runtime is in transport.go.
 //

@@ -85,8 +85,9 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// launch runs role on n PEs and fails t unless every PE passed.
-func launch(t *testing.T, role string, n int) {
+// launch runs role on n PEs and fails t unless every PE passed. env is added
+// to the PEs' environment.
+func launch(t *testing.T, role string, n int, env ...string) {
 	t.Helper()
 	if _, ok := roles[role]; !ok {
 		t.Fatalf("no role %q", role)
@@ -98,7 +99,7 @@ func launch(t *testing.T, role string, n int) {
 	if v := os.Getenv("GORACE"); v != "" {
 		gorace = v + " " + gorace
 	}
-	env := append(os.Environ(), roleEnv+"="+role, "GORACE="+gorace)
+	env = append(append(os.Environ(), roleEnv+"="+role, "GORACE="+gorace), env...)
 	res, err := bootstrap.Launch(ctx, bootstrap.LaunchConfig{N: n, Argv: []string{os.Args[0], "-test.run=^$"},
 		Env: env, Stdout: &out, Stderr: &out, Prefix: true, Timeout: 100 * time.Second})
 	text := out.String()

@@ -382,7 +382,8 @@ func roleGlobal(ctx context.Context, w *World) error {
 	return w.BarrierAll(ctx)
 }
 
-// closeMayFail marks roles in which a PE leaves without Close.
+// closeMayFail marks roles in which a PE leaves without Close (or closes the
+// World itself).
 var closeMayFail = map[string]bool{"deadpe": true}
 
 // roleDeadPE: PE 1 leaves without Close; PE 0's operations to it then fail

@@ -49,6 +49,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/goportals/goportals/internal/envknob"
 	"github.com/goportals/goportals/job"
 	"github.com/goportals/goportals/md"
 	"github.com/goportals/goportals/portals"
@@ -75,6 +76,9 @@ type ptlTransport struct {
 	// crowded: more PEs than CPUs, so waits for remote writes sleep instead
 	// of spinning.
 	crowded bool
+	// noProgress: the NI has no progress goroutine (PTL_PROGRESS_GOROUTINE=0):
+	// only calls that wait or poll progress it, so waits never nap.
+	noProgress bool
 }
 
 // openTransport joins the job, initializes the NI and exposes a heap of
@@ -108,6 +112,7 @@ func openTransport(ctx context.Context, heapSize int) (_ transport, err error) {
 	}
 	t.maxV = int(t.ni.Limits().MaxVolatileSize)
 	t.crowded = j.Size() > runtime.NumCPU()
+	t.noProgress = progressEnvOff
 	if t.alloc, err = md.Alloc(heapSize); err != nil {
 		return nil, err
 	}
@@ -194,6 +199,14 @@ func (t *ptlTransport) waitTarget(ctx context.Context, seen uint64, d time.Durat
 	}
 	return nil
 }
+
+func (t *ptlTransport) mayNap() bool { return !t.noProgress }
+
+// progressEnvOff is PTL_PROGRESS_GOROUTINE=0 as the NIs see it: they read the
+// variable once, when the process starts, so this reads it then too (a
+// program that changes its environment before Init must not make waits nap
+// on NIs that have no progress goroutine).
+var progressEnvOff = envknob.Get(envknob.ProgressGoroutine) == "0"
 
 // failedPoll is how often a wait looks again once its counter holds a failure.
 const failedPoll = 20 * time.Microsecond

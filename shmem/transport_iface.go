@@ -19,6 +19,9 @@ type transport interface {
 	// waitTarget returns when targetCount passes seen, when d passed, or with
 	// ctx's error.
 	waitTarget(ctx context.Context, seen uint64, d time.Duration) error
+	// mayNap reports whether a wait may sleep without driving progress
+	// (something else progresses the network meanwhile).
+	mayNap() bool
 	newDomain() (domain, error)
 	close() error
 }

@@ -47,6 +47,10 @@ func (c Cmp) holds(a, b int64, signed bool) bool {
 // move the counter.
 const recheck = time.Millisecond
 
+// defaultSpinFor is how long a wait drives the engine on its own goroutine
+// before it naps.
+const defaultSpinFor = time.Millisecond
+
 // load reads element i of s's local copy atomically, widened to 64 bits.
 func load[T AMOElem](s Sym[T], i int) int64 {
 	p := unsafe.Pointer(&s.w.heap[s.off+uint64(i*sizeOf[T]())])
@@ -100,24 +104,93 @@ func matching[T AMOElem](s Sym[T], cmp Cmp, v T, stopAtFirst bool) []int {
 	return idx
 }
 
-// waitFor blocks until done returns true, sleeping on the heap's target
-// counter (which also drives this PE's progress) between looks.
+// waitFor blocks until done returns true. For its first spinFor it sleeps on
+// the heap's target counter between looks, which drives this PE's progress on
+// the caller's goroutine and returns as soon as the counter moves; after that
+// it naps between looks (nap), looking only at memory, leaving the CPU to the
+// PEs that work and the progress to the NI's own goroutine. A PE that waits
+// long (a barrier while another PE streams puts into it) then costs little
+// CPU, where spinning would take a core from the PE it waits for on a node
+// with no core to spare.
 func (w *World) waitFor(ctx context.Context, done func() bool) error {
+	var spinUntil time.Time
 	for {
-		seen, err := w.t.targetCount()
-		if err != nil {
-			return err
+		// A round looks at the heap and the target counter only while it
+		// holds look shared, and only if the World is not closed: Close sets
+		// closed under look held exclusively before it frees either.
+		w.look.RLock()
+		if w.closed.Load() {
+			w.look.RUnlock()
+			return ErrClosed
+		}
+		now := time.Now()
+		if spinUntil.IsZero() {
+			spinUntil = now.Add(w.spinFor)
+		}
+		left := spinUntil.Sub(now)
+		spin := left > 0 || !w.t.mayNap()
+		// A spinning round reads the counter before it looks at memory (a
+		// store after the look moves the counter past seen). A nap reads
+		// nothing but memory: reading the counter drives progress, which would
+		// tell the NI's progress goroutine that this goroutine polls.
+		var seen uint64
+		if spin {
+			var err error
+			if seen, err = w.t.targetCount(); err != nil {
+				w.look.RUnlock()
+				return err
+			}
 		}
 		if done() {
+			w.look.RUnlock()
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
+			w.look.RUnlock()
 			return err
 		}
-		if err := w.t.waitTarget(ctx, seen, recheck); err != nil {
+		var err error
+		if spin {
+			w.spins.Add(1)
+			if left <= 0 || left > recheck {
+				left = recheck
+			}
+			// Under look: the wait uses the counter (it ends within recheck,
+			// so Close waits at most that long).
+			err = w.t.waitTarget(ctx, seen, left)
+			w.look.RUnlock()
+		} else {
+			w.look.RUnlock()
+			err = sleepCtx(ctx, nap)
+			w.naps.Add(1)
+		}
+		if w.onRound != nil {
+			w.onRound()
+		}
+		if err != nil {
 			return err
 		}
 	}
+}
+
+// nap is how long a wait past its spinning budget sleeps between looks (the
+// Go runtime's timers make it about a millisecond on Linux).
+const nap = 200 * time.Microsecond
+
+// poll runs a round of this PE's progress for Test and its variants when
+// nothing else would: without the NI's progress goroutine
+// (PTL_PROGRESS_GOROUTINE=0) only the calls that wait or poll progress the
+// engine, and a program that polls with Test would otherwise never answer the
+// requests that reach the PE. With the goroutine, Test looks at memory only.
+func (w *World) poll() {
+	if w.t.mayNap() {
+		return
+	}
+	w.look.RLock()
+	if !w.closed.Load() {
+		w.t.targetCount() // reading the counter runs a progress round
+	}
+	w.look.RUnlock()
 }
 
 // Test reports whether the local copy of ivar's first element satisfies cmp
@@ -126,6 +199,7 @@ func Test[T AMOElem](ivar Sym[T], cmp Cmp, v T) (bool, error) {
 	if err := checkWait(ivar, cmp); err != nil || ivar.n == 0 {
 		return false, opErr("shmem_test", orEmpty(err, ivar.n))
 	}
+	ivar.w.poll()
 	return len(matching(ivar.Slice(0, 1), cmp, v, true)) == 1, nil
 }
 
@@ -141,6 +215,7 @@ func TestAll[T AMOElem](ivars Sym[T], cmp Cmp, v T) (bool, error) {
 	if err := checkWait(ivars, cmp); err != nil {
 		return false, opErr("shmem_test_all", err)
 	}
+	ivars.w.poll()
 	return len(matching(ivars, cmp, v, false)) == ivars.n, nil
 }
 
@@ -150,6 +225,7 @@ func TestAny[T AMOElem](ivars Sym[T], cmp Cmp, v T) (int, error) {
 	if err := checkWait(ivars, cmp); err != nil {
 		return -1, opErr("shmem_test_any", err)
 	}
+	ivars.w.poll()
 	if m := matching(ivars, cmp, v, true); len(m) > 0 {
 		return m[0], nil
 	}
@@ -162,6 +238,7 @@ func TestSome[T AMOElem](ivars Sym[T], cmp Cmp, v T) ([]int, error) {
 	if err := checkWait(ivars, cmp); err != nil {
 		return nil, opErr("shmem_test_some", err)
 	}
+	ivars.w.poll()
 	return matching(ivars, cmp, v, false), nil
 }
 

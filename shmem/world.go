@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // DefaultHeapSize is the symmetric heap of each PE when neither Options nor the
@@ -50,6 +51,19 @@ type World struct {
 	psync        uint64 // heap offset of the barrier flags
 
 	closed atomic.Bool
+	// look is held shared by a wait while it looks at the heap or the target
+	// counter, and exclusively by Close while it sets closed: once Close
+	// holds it, no wait looks at what Close is about to free.
+	look sync.RWMutex
+
+	// Waits (waitFor): how long a wait drives the engine itself before it
+	// naps, the rounds that drove the engine and the naps taken, and (tests)
+	// a function called after each round. Used by the waiting goroutine only,
+	// except the counts.
+	spinFor time.Duration
+	spins   atomic.Uint64
+	naps    atomic.Uint64
+	onRound func()
 }
 
 // maxBarrierRounds bounds the dissemination barrier's rounds (2^64 PEs).
@@ -82,7 +96,8 @@ func Init(ctx context.Context, opts *Options) (*World, error) {
 	if err != nil {
 		return nil, opErr(op, err)
 	}
-	w := &World{t: t, me: t.rank(), n: t.size(), heap: t.heapMem(), ctxs: map[*Ctx]struct{}{}, globalOffs: map[uint64]bool{}}
+	w := &World{t: t, me: t.rank(), n: t.size(), heap: t.heapMem(), ctxs: map[*Ctx]struct{}{}, globalOffs: map[uint64]bool{},
+		spinFor: defaultSpinFor}
 	w.alloc.init(uint64(len(w.heap)))
 	w.psync, _ = w.alloc.allocate(reserved, 8)
 	err = w.allocGlobals()
@@ -190,7 +205,9 @@ func (w *World) Close(ctx context.Context) error {
 	}
 	qerr := w.quietAll(ctx)
 	berr := w.t.jobBarrier(ctx)
+	w.look.Lock()
 	w.closed.Store(true)
+	w.look.Unlock()
 	cerr := w.closeCtxs()
 	terr := w.t.close()
 	worldMu.Lock()

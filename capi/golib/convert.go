@@ -9,10 +9,11 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"github.com/goportals/goportals/internal/envknob"
 	"os"
 	"sync"
 	"unsafe"
+
+	"github.com/goportals/goportals/internal/envknob"
 
 	"github.com/goportals/goportals/portals"
 	"github.com/goportals/goportals/ptlerr"

@@ -30,7 +30,27 @@ func peers() []*contender {
 		ucxPerftest(),
 		cmaContender(),
 		memcpyContender(),
+		softSendContender(),
 	}
+}
+
+// softSendContender measures the soft verbs provider's own SEND latency (the
+// send_lat transfer test): the floor under goportals' put on the same transport,
+// in the same run. It has no bandwidth, and no value above sendLatMax bytes.
+func softSendContender() *contender {
+	return &contender{key: "soft-send", name: "soft provider SEND",
+		run: func(ctx context.Context, size int, _ counts) (map[metric]float64, error) {
+			vals := map[metric]float64{}
+			if size > sendLatMax {
+				return vals, nil
+			}
+			lat, err := runOurs(ctx, "send_lat", size)
+			if err != nil {
+				return vals, err
+			}
+			vals[latency] = lat
+			return vals, nil
+		}}
 }
 
 // peerNames lists the keys that -peers accepts.

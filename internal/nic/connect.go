@@ -143,6 +143,7 @@ func (ni *NI) addPeer(pr *peer) *peer {
 	}
 	ni.byPhys[k] = pr
 	ni.lastKey, ni.lastPeer = k, pr
+	ni.lastFast.Store(pr)
 	return pr
 }
 
@@ -158,6 +159,7 @@ func (ni *NI) lookupPeer(id ProcessID) *peer {
 		return nil
 	}
 	ni.lastKey, ni.lastPeer = k, pr
+	ni.lastFast.Store(pr)
 	return pr
 }
 

@@ -51,6 +51,7 @@ type LESpec struct {
 type entry struct {
 	h        me.Handle
 	mem      md.Memory
+	flat     []byte // mem's bytes when it is one Go slice (flatOf), for the eager put path
 	ct       *CT
 	userPtr  uint64
 	pinned   *mdreg.Pinned
@@ -131,7 +132,7 @@ func (ni *NI) appendEntry(op string, idx PTIndex, ent me.Entry, spec rawSpec, ct
 		return nil, opErr(op, ArgInvalid, fmt.Errorf("portal index %d not allocated", idx))
 	}
 	// PTOnlyUseOnce and PTOnlyTruncate are hints: entries are never refused for them.
-	e := &entry{mem: mem, ct: ct, userPtr: ent.UserPtr, onUnlink: onUnlink}
+	e := &entry{mem: mem, flat: flatOf(mem), ct: ct, userPtr: ent.UserPtr, onUnlink: onUnlink}
 	var h me.Handle
 	var evs []me.Event
 	var gone, full bool
@@ -288,6 +289,10 @@ func (ni *NI) deliverAll(t *pt, evs []me.Event) {
 // of an appending entry that claimed an unexpected header. e, if not nil, is the
 // matched entry, which may already have left the table.
 func (ni *NI) deliverEvents(t *pt, evs []me.Event, fail eq.NIFail, e *entry) {
+	if len(evs) == 1 && evs[0].Kind != me.EventAutoUnlink && evs[0].Kind != me.EventAutoFree {
+		ni.deliver(t, &evs[0], fail, e) // the common case: one event, which the passes order first
+		return
+	}
 	freed := func(h me.Handle) bool {
 		for i := range evs {
 			if evs[i].Kind == me.EventAutoFree && evs[i].Handle == h {

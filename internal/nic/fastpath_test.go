@@ -1,6 +1,7 @@
 package nic
 
 import (
+	"errors"
 	"testing"
 )
 
@@ -269,5 +270,19 @@ func TestMixedPutsMatchInIssueOrder(t *testing.T) {
 		if got := bufs[i][:size(i)]; string(got) != string(want) {
 			t.Fatalf("entry %d holds the data of another put (first bytes %v, want %v)", i, got[:4], want[:4])
 		}
+	}
+}
+
+// TestFastStartChecksRelease: a put without ack to a connected peer starts
+// without the engine lock, and still refuses a released descriptor (ArgInvalid)
+// and a rank outside the logical map.
+func TestFastStartChecksRelease(t *testing.T) {
+	s := newSerialPut(t, 8) // connected by its first put
+	if err := s.m.Release(); err != nil {
+		t.Fatal(err)
+	}
+	err := Put(s.m, 0, 8, NoAckReq, s.dst, 1, 0, 0, 0, 0)
+	if !errors.Is(err, ArgInvalid) {
+		t.Fatalf("put from a released descriptor: %v, want ArgInvalid", err)
 	}
 }

@@ -2,6 +2,7 @@ package nic
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/goportals/goportals/md"
 )
@@ -31,11 +32,12 @@ type MDSpec struct {
 type MD struct {
 	ni       *NI
 	mem      md.Memory
+	flat     []byte // mem's bytes when it is one Go slice (flatOf), for the eager put path
 	opts     MDOptions
 	eq       *EQ
 	ct       *CT
-	inflight int // operations not yet complete (guarded by ni.mu)
-	released bool
+	inflight int         // operations not yet complete (guarded by ni.mu)
+	released atomic.Bool // set under ni.mu; read without it by the lock-free start of a put without ack
 }
 
 const mdOptionsAll = MDEventSuccessDisable | MDEventCTSend | MDEventCTReply | MDEventCTAck |
@@ -66,7 +68,23 @@ func (ni *NI) MDBind(s MDSpec) (*MD, error) {
 		return nil, opErr(op, NoSpace, nil)
 	}
 	ni.nMD++
-	return &MD{ni: ni, mem: mem, opts: s.Options, eq: s.EQ, ct: s.CT}, nil
+	return &MD{ni: ni, mem: mem, flat: flatOf(mem), opts: s.Options, eq: s.EQ, ct: s.CT}, nil
+}
+
+// flatOf returns the bytes of mem when they are one slice of Go memory (not raw
+// memory, which is read and written under fault protection, nor an iovec list of
+// several pieces), or nil. Eager puts copy through it directly: md.Memory's
+// methods take the memory by value and walk its segments, which costs more than
+// the copy of a small message.
+func flatOf(mem md.Memory) []byte {
+	if mem.IsRaw() || mem.NumSegments() != 1 {
+		return nil
+	}
+	p, err := mem.Slices(0, mem.Len(), nil)
+	if err != nil || len(p) != 1 || uint64(len(p[0])) != mem.Len() {
+		return nil
+	}
+	return p[0]
 }
 
 // Release unbinds the descriptor (PtlMDRelease); InUse while operations on it are
@@ -79,7 +97,7 @@ func (m *MD) Release() error {
 	ni := m.ni
 	ni.mu.Lock()
 	defer ni.mu.Unlock()
-	if m.released {
+	if m.released.Load() {
 		return opErr(op, ArgInvalid, fmt.Errorf("descriptor already released"))
 	}
 	// Completions that already arrived (an ACK the engine has not handled yet) are
@@ -88,14 +106,14 @@ func (m *MD) Release() error {
 		ni.mu.Unlock()
 		ni.assist()
 		ni.mu.Lock()
-		if m.released {
+		if m.released.Load() {
 			return opErr(op, ArgInvalid, fmt.Errorf("descriptor already released"))
 		}
 	}
 	if m.inflight > 0 {
 		return opErr(op, InUse, fmt.Errorf("%d operations outstanding", m.inflight))
 	}
-	m.released = true
+	m.released.Store(true)
 	ni.nMD--
 	return nil
 }

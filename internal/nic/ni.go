@@ -66,8 +66,9 @@ type NI struct {
 	byPhys      map[physKey]*peer           // the connection to send on, by physical id
 	lastKey     physKey                     // the last peer looked up (the common case: one target)
 	lastPeer    *peer
-	noGoroutine bool   // no progress goroutine: waits never sleep (see noProgressGoroutine)
-	polls       uint32 // progress rounds, to poll the rendezvous listener now and then (under progMu)
+	lastFast    atomic.Pointer[peer] // lastPeer, for the lock-free start (ops.go)
+	noGoroutine bool                 // no progress goroutine: waits never sleep (see noProgressGoroutine)
+	polls       uint32               // progress rounds, to poll the rendezvous listener now and then (under progMu)
 	pts         []*pt
 	nMD         int
 	eqs         map[*EQ]struct{} // the live event queues: they die with the NI
@@ -84,17 +85,19 @@ type NI struct {
 	buf2        []byte
 	direct      *directState // direct access (direct.go); nil when off
 
-	queued   atomic.Int32 // engine sends waiting in peer queues
-	trig     triggerRunner
-	progMu   sync.Mutex // one goroutine handles completions at a time
-	appPolls atomic.Uint64
-	kickCh   chan struct{}
-	wcs      [32]verbs.WorkCompletion
-	recvQ    []verbs.WorkCompletion // receive completions polled and not yet handled (under progMu)
-	longs    atomic.Uint64          // long transfers started by the target (see progressLocked)
-	regOnce  sync.Once
-	reg      *mdreg.Registry
-	regErr   error
+	queued    atomic.Int32 // engine sends waiting in peer queues
+	longOut   atomic.Int32 // long transfers this NI started as initiator, not yet answered (see longSpin)
+	trig      triggerRunner
+	progMu    sync.Mutex    // one goroutine handles completions at a time
+	appPolled atomic.Bool   // set by callers that drive progress, cleared by the progress goroutine
+	appPolls  atomic.Uint64 // rounds callers drove, counted only for tests (countAppPolls)
+	kickCh    chan struct{}
+	wcs       [32]verbs.WorkCompletion
+	recvQ     []verbs.WorkCompletion // receive completions polled and not yet handled (under progMu)
+	longs     atomic.Uint64          // long transfers started by the target (see progressLocked)
+	regOnce   sync.Once
+	reg       *mdreg.Registry
+	regErr    error
 
 	stop chan struct{}
 	wg   sync.WaitGroup

@@ -101,7 +101,7 @@ const maxRequestSegs = eagerMax / 16
 
 // validate checks an operation's arguments against its descriptors and limits.
 func (ni *NI) validate(o *initOp, operand []byte) error {
-	if o.md.released || (o.getMD != nil && (o.getMD.ni != ni || o.getMD.released)) {
+	if o.md.released.Load() || (o.getMD != nil && (o.getMD.ni != ni || o.getMD.released.Load())) {
 		return fmt.Errorf("descriptor released or of another NI")
 	}
 	if o.localOff > o.md.mem.Len() || o.length > o.md.mem.Len()-o.localOff {
@@ -158,6 +158,21 @@ func (ni *NI) start(name string, o *initOp, target ProcessID, operand []byte) er
 	}
 	if err := ni.check(name); err != nil {
 		return err
+	}
+	if pr := ni.fastPeer(o, target); pr != nil {
+		// A put or atomic without ack, eager, to a connected peer, with direct
+		// access off: nothing here needs the engine lock (validate reads what
+		// never changes after bind, and the released flag atomically), and
+		// nothing answers it, so it needs no id (its header carries none).
+		if err := ni.validate(o, operand); err != nil {
+			code := ArgInvalid
+			if errorsIsNotSupported(err) {
+				code = Fail
+			}
+			return opErr(name, code, err)
+		}
+		o.pr = pr
+		return ni.issueOrFail(name, o, operand)
 	}
 	ni.mu.Lock()
 	var pr *peer
@@ -217,6 +232,32 @@ func (ni *NI) start(name string, o *initOp, target ProcessID, operand []byte) er
 	return ni.issueOrFail(name, h, operand)
 }
 
+// fastPeer returns the connection for an operation that may start without the
+// engine lock (see start), or nil: then start takes the lock. The peer comes from
+// the one-entry cache the locked lookups fill.
+func (ni *NI) fastPeer(o *initOp, target ProcessID) *peer {
+	if ni.direct != nil || o.ack != NoAckReq || o.length > eagerMax || o.getMD != nil ||
+		(o.kind != msgPut && o.kind != msgAtomic) {
+		return nil
+	}
+	pr := ni.lastFast.Load()
+	if pr == nil {
+		return nil
+	}
+	id := ProcessID{NID: target.NID, PID: target.PID}
+	if ni.Logical() {
+		lp := ni.logical.Load()
+		if lp == nil || int64(target.Rank) >= int64(len(*lp)) {
+			return nil // the locked path reports it
+		}
+		id = (*lp)[target.Rank]
+	}
+	if keyOf(pr.id) != keyOf(id) || pr.broken.Load() {
+		return nil
+	}
+	return pr
+}
+
 // issueOrFail issues o; a peer that is gone completes it with failure events.
 func (ni *NI) issueOrFail(name string, o *initOp, operand []byte) error {
 	err := ni.issue(o, operand)
@@ -256,6 +297,9 @@ func (ni *NI) issue(o *initOp, operand []byte) error {
 				return err
 			}
 			pieces = append(parts[:0], buf)
+		} else if o.md.flat != nil {
+			// (validate checked the range against the descriptor)
+			pieces = append(parts[:0], o.md.flat[o.localOff:o.localOff+o.length])
 		} else {
 			var err error
 			if pieces, err = o.md.mem.Slices(o.localOff, o.length, parts[:0]); err != nil {
@@ -316,6 +360,7 @@ func (ni *NI) issue(o *initOp, operand []byte) error {
 		return errPeerFailed
 	}
 	o.pinned, o.long, o.stage = p, true, stage
+	ni.longOut.Add(1)
 	ni.mu.Unlock()
 	h.flags |= hfLong
 	return o.pr.send(&h, buf)
@@ -359,6 +404,9 @@ func (ni *NI) finish(o *initOp) {
 		return
 	}
 	delete(ni.ops, o.id)
+	if o.long {
+		ni.longOut.Add(-1)
+	}
 	ni.directFinished(o)
 	o.md.inflight--
 	if o.getMD != nil {

@@ -11,9 +11,13 @@ import (
 )
 
 const (
-	recvDepth = 64  // receives posted per peer
-	sendDepth = 256 // send queue per peer
-	signalN   = 32  // every n-th inline send is signaled so the provider can free slots
+	recvDepth = 64 // receives posted per peer
+	// repostBatch is how many handled receive slots are posted again in one
+	// PostRecv: a call per message would take the queue pair's lock per message.
+	// At least recvDepth-repostBatch+1 receives stay posted.
+	repostBatch = 16
+	sendDepth   = 256 // send queue per peer
+	signalN     = 32  // every n-th inline send is signaled so the provider can free slots
 )
 
 // Work request ids: the top byte says what completed.
@@ -45,9 +49,10 @@ type peer struct {
 	wr      [1]verbs.SendWR
 	nsend   int
 	failed  bool
-	queue   []queued // engine sends waiting for room (under ni.progMu)
-	rwr     [1]verbs.RecvWR
-	rsge    [1]verbs.SGE
+	queue   []queued                  // engine sends waiting for room (under ni.progMu)
+	rwr     [repostBatch]verbs.RecvWR // handled slots not yet posted again (the first nre)
+	rsge    [repostBatch]verbs.SGE
+	nre     int
 }
 
 // newPeer creates the queue pair of a connection to id (not yet connected) and
@@ -85,15 +90,30 @@ func (pr *peer) postRecvs() error {
 			return err
 		}
 	}
-	return nil
+	return pr.flushReposts()
 }
 
-// repost posts receive slot again. Called by the goroutine that runs progress (and
-// at setup), so the work request storage can be reused.
+// repost gives receive slot back to the queue pair: it is posted again with the
+// next repostBatch-1 handled slots, in one PostRecv. Called under progMu (or at
+// setup), so the work request storage can be reused.
 func (pr *peer) repost(slot int) error {
-	pr.rsge[0] = verbs.SGE{Addr: pr.recvMR.Addr() + uint64(slot*msgMax), Length: msgMax, LKey: pr.recvMR.LKey()}
-	pr.rwr[0] = verbs.RecvWR{ID: widRecv | uint64(pr.idx)<<16 | uint64(slot), SG: pr.rsge[:]}
-	return pr.qp.PostRecv(pr.rwr[:])
+	i := pr.nre
+	pr.rsge[i] = verbs.SGE{Addr: pr.recvMR.Addr() + uint64(slot*msgMax), Length: msgMax, LKey: pr.recvMR.LKey()}
+	pr.rwr[i] = verbs.RecvWR{ID: widRecv | uint64(pr.idx)<<16 | uint64(slot), SG: pr.rsge[i : i+1]}
+	if pr.nre++; pr.nre < repostBatch {
+		return nil
+	}
+	return pr.flushReposts()
+}
+
+// flushReposts posts the slots repost collected.
+func (pr *peer) flushReposts() error {
+	n := pr.nre
+	pr.nre = 0
+	if n == 0 {
+		return nil
+	}
+	return pr.qp.PostRecv(pr.rwr[:n])
 }
 
 func (pr *peer) slot(i int) []byte { return pr.recv[i*msgMax : (i+1)*msgMax] }

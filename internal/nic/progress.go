@@ -8,6 +8,7 @@ import (
 
 	"github.com/goportals/goportals/internal/envknob"
 	"github.com/goportals/goportals/internal/mdreg"
+	"github.com/goportals/goportals/internal/nic/spin"
 
 	"github.com/goportals/goportals/eq"
 	"github.com/goportals/goportals/internal/verbs"
@@ -27,6 +28,12 @@ const progressSpin = 2048
 // all the work themselves.
 var testNoHelpers atomic.Bool
 
+// countAppPolls, set by the package's tests, makes progressOnce count the rounds
+// callers drive (ni.appPolls), so a test can see that a call waits on the engine.
+// Off in the library: an atomic add per round of a polling loop is a write to a
+// line the progress goroutine reads.
+var countAppPolls bool
+
 // noProgressGoroutine reports whether NIs run without their progress goroutine:
 // PTL_PROGRESS_GOROUTINE=0 in the environment (or a test). Progress then happens
 // only inside the calls that wait or poll, and the blocking waits (EQ.Wait,
@@ -45,7 +52,6 @@ func (ni *NI) run() {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-ni.stop; cancel() }()
 	idle := 0
-	last := ni.appPolls.Load()
 	nap := time.NewTimer(time.Hour)
 	nap.Stop()
 	for {
@@ -58,10 +64,10 @@ func (ni *NI) run() {
 			idle = 0
 			continue
 		}
-		if p := ni.appPolls.Load(); p != last {
+		if ni.appPolled.Load() {
 			// A waiting caller drives progress itself: stay off the CPU until it
 			// stops polling or is about to block (kick).
-			last = p
+			ni.appPolled.Store(false)
 			idle = 0
 			nap.Reset(appNap)
 			select {
@@ -73,18 +79,35 @@ func (ni *NI) run() {
 			}
 			continue
 		}
-		if idle++; idle < progressSpin || ni.queued.Load() > 0 {
+		spinFor := progressSpin
+		long := ni.longOut.Load() > 0
+		if long {
+			spinFor = longSpin
+		}
+		if idle++; idle < spinFor || ni.queued.Load() > 0 {
 			// (queued sends wait for room that frees without a completion: keep polling)
 			if idle&63 == 0 {
 				runtime.Gosched()
+			} else {
+				spin.Pause()
 			}
 			continue
 		}
 		idle = 0
-		if err := ni.cq.Wait(ctx); err != nil {
+		wait := ni.cq.Wait
+		if b, ok := ni.cq.(briefWaiter); ok && long {
+			wait = b.WaitBrief // we spun already: sleep without the provider's spin
+		}
+		if err := wait(ctx); err != nil {
 			return
 		}
 	}
+}
+
+// briefWaiter is a completion queue that can wait without spinning first (the
+// soft provider's): the progress goroutine uses it while long transfers are out.
+type briefWaiter interface {
+	WaitBrief(ctx context.Context) error
 }
 
 // kick ends the progress goroutine's nap: a waiting caller is about to block.
@@ -106,8 +129,13 @@ const appNap = 500 * time.Microsecond
 // another goroutine is doing so. Callers that wait (EQ and CT waits) run it
 // themselves, so the completion that ends their wait needs no goroutine hand-off.
 func (ni *NI) progressOnce(app bool) int {
-	if app {
+	if app && countAppPolls {
 		ni.appPolls.Add(1)
+	}
+	if app && !ni.appPolled.Load() {
+		// A store only when the goroutine cleared it: a polling caller reads a
+		// line the goroutine writes once per nap, not once per round.
+		ni.appPolled.Store(true)
 	}
 	if !ni.progMu.TryLock() {
 		return 0
@@ -150,6 +178,13 @@ func (ni *NI) progressLocked() int {
 	// message, and the next round takes that transfer's completion first, so its
 	// answer goes out before the next transfer starts. The initiator then sees its
 	// answers one by one, not a window's worth at once after all the copies.
+	if k == 1 && len(ni.recvQ) == 0 && ni.wcs[0].ID&widMask == widRecv {
+		// One message and nothing left from before: handled where it was polled,
+		// in arrival order as below, and a long transfer it starts ends the round
+		// all the same.
+		ni.handleWC(&ni.wcs[0])
+		return n + 1
+	}
 	for i := range ni.wcs[:k] {
 		wc := &ni.wcs[i]
 		if wc.ID&widMask == widRecv {

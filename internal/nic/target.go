@@ -36,7 +36,10 @@ var meOps = [...]me.Op{msgPut: me.OpKindPut, msgGet: me.OpKindGet, msgAtomic: me
 // without ni.mu; data placement and events happen under it, the answer is sent
 // after.
 func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
-	defer testAfterRequest()
+	if testRequestHandled.Load() != nil {
+		// (a load first: testAfterRequest swaps, an atomic write per request)
+		defer testAfterRequest()
+	}
 	if h.flags&hfLong == 0 && ((h.kind == msgGet && h.length > eagerMax) ||
 		((h.kind == msgPut || h.kind == msgAtomic || h.kind == msgFetch) && uint64(len(payload)) != h.length)) {
 		// An inline request must carry exactly its data (a get's reply must fit inline).
@@ -142,7 +145,11 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 		if mlen > uint64(len(payload)) {
 			mlen = uint64(len(payload))
 		}
-		_, merr = e.mem.WriteAt(payload[:mlen], res.LocalOffset)
+		if off := res.LocalOffset; e.flat != nil && off <= uint64(len(e.flat)) && mlen <= uint64(len(e.flat))-off {
+			copy(e.flat[off:off+mlen], payload[:mlen])
+		} else {
+			_, merr = e.mem.WriteAt(payload[:mlen], off)
+		}
 	case msgGet:
 		reply = ni.scratch(int(mlen))
 		_, merr = e.mem.ReadAt(reply, res.LocalOffset)
@@ -200,18 +207,17 @@ func (ni *NI) answerHandled(pr *peer, h *header, fail eq.NIFail, mlength, off ui
 // put or atomic (the entry disabled acks); a long put always answers, since its
 // initiator waits to reuse its buffer.
 func (ni *NI) answer(pr *peer, h *header, fail eq.NIFail, mlength, off uint64, list uint8, data []byte, withAck ...bool) {
-	a := header{opid: h.opid, fail: uint8(fail), mlength: mlength, roff: off, list: list, pt: h.pt}
 	switch h.kind {
 	case msgGet, msgFetch, msgSwap:
-		a.kind = msgReply
+		a := header{kind: msgReply, opid: h.opid, fail: uint8(fail), mlength: mlength, roff: off, list: list, pt: h.pt}
 		pr.sendOrQueue(&a, data)
 		return
 	}
 	wants := AckReq(h.ack) != NoAckReq && (len(withAck) == 0 || withAck[0])
 	if !wants && h.flags&hfLong == 0 && fail == eq.NIOK && AckReq(h.ack) == NoAckReq {
-		return
+		return // (the common eager put without ack: before any header is built)
 	}
-	a.kind = msgAck
+	a := header{kind: msgAck, opid: h.opid, fail: uint8(fail), mlength: mlength, roff: off, list: list, pt: h.pt}
 	if !wants && fail == eq.NIOK {
 		a.flags = hfNoAck
 	}

@@ -3,6 +3,7 @@ package nic
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/goportals/goportals/eq"
 )
@@ -20,8 +21,9 @@ import (
 type triggerRunner struct {
 	mu      sync.Mutex
 	queue   []func()
-	pending int        // registered, not yet fired or cancelled (guarded by mu)
-	runMu   sync.Mutex // held while issuing the queue: one issuer at a time, in order
+	queued  atomic.Int32 // len(queue), stored under mu: progress rounds look at it without the lock
+	pending int          // registered, not yet fired or cancelled (guarded by mu)
+	runMu   sync.Mutex   // held while issuing the queue: one issuer at a time, in order
 	wake    chan struct{}
 }
 
@@ -37,6 +39,7 @@ func (t *trigger) Fire() {
 	r.mu.Lock()
 	r.pending--
 	r.queue = append(r.queue, t.run)
+	r.queued.Store(int32(len(r.queue)))
 	r.mu.Unlock()
 	select {
 	case r.wake <- struct{}{}:
@@ -55,12 +58,13 @@ func (t *trigger) Cancel() {
 	}
 }
 
-// fired reports whether operations wait in the queue.
+// fired reports whether operations wait in the queue. It takes no lock: every
+// progress round that handled work asks. (The queue length is stored under mu,
+// and atomics are sequentially consistent: a Fire whose issuer found runMu held
+// stored its length before that TryLock, so the holder's look after it released
+// runMu sees it.)
 func (r *triggerRunner) fired() bool {
-	r.mu.Lock()
-	n := len(r.queue)
-	r.mu.Unlock()
-	return n > 0
+	return r.queued.Load() > 0
 }
 
 // issueFired starts the queued operations in firing order. With wait, it returns only
@@ -79,6 +83,7 @@ func (ni *NI) issueFired(wait bool) {
 			r.mu.Lock()
 			q := r.queue
 			r.queue = nil
+			r.queued.Store(0)
 			r.mu.Unlock()
 			if len(q) == 0 {
 				break

@@ -9,20 +9,38 @@ import (
 	"github.com/goportals/goportals/internal/verbs"
 )
 
-// cq is a completion queue: a growable ring of completions in process memory. Poll
-// drives the context's progress; Wait spins briefly with progress, then sleeps until
-// the progress goroutine posts a completion.
+// cq is a completion queue. Completions go into a bounded ring of slots, each
+// with a sequence word (a multi-producer, multi-consumer queue in the style of
+// Vyukov's): a push claims a position with one compare-and-swap on pushPos and
+// publishes the slot with a store, a poll claims with one on pollPos; neither takes
+// a lock. A push that finds the ring full appends to an overflow list under mu
+// instead (the queue grows rather than lose a completion), and every push after it
+// goes there too until a poll emptied it, so completions of one queue pair stay in
+// order. Poll drives the context's progress; Wait spins briefly with progress,
+// then sleeps until a push wakes it.
 type cq struct {
 	ctx     *Context
+	slots   []cqSlot
+	mask    uint64
+	pushPos atomic.Uint64 // next position a push claims
+	pollPos atomic.Uint64 // next position a poll claims
+
 	mu      sync.Mutex
-	buf     []verbs.WorkCompletion
-	head    int
-	count   atomic.Int32
+	over    []verbs.WorkCompletion // completions that found the ring full (guarded by mu)
+	nover   atomic.Int32           // len(over), stored under mu
 	waiters atomic.Int32
 	wake    chan struct{} // closed and replaced to wake every waiter (guarded by mu)
 	refs    atomic.Int32
 	closed  atomic.Bool
 	done    chan struct{}
+}
+
+// cqSlot is one ring position: seq is pos when the slot is free for the push at
+// pos, pos+1 once that push published wc, and pos+len(slots) once the poll of pos
+// took it.
+type cqSlot struct {
+	seq atomic.Uint64
+	wc  verbs.WorkCompletion
 }
 
 // CreateCQ creates a completion queue.
@@ -33,8 +51,15 @@ func (c *Context) CreateCQ(entries int) (verbs.CQ, error) {
 	if c.closed.Load() {
 		return nil, verbs.Errorf("create_cq", verbs.ErrClosed, nil)
 	}
-	q := &cq{ctx: c, buf: make([]verbs.WorkCompletion, entries), wake: make(chan struct{}),
+	n := 1
+	for n < entries {
+		n <<= 1
+	}
+	q := &cq{ctx: c, slots: make([]cqSlot, n), mask: uint64(n - 1), wake: make(chan struct{}),
 		done: make(chan struct{})}
+	for i := range q.slots {
+		q.slots[i].seq.Store(uint64(i))
+	}
 	c.mu.Lock()
 	c.cqs[q] = struct{}{}
 	c.mu.Unlock()
@@ -43,22 +68,64 @@ func (c *Context) CreateCQ(entries int) (verbs.CQ, error) {
 
 // push appends a completion; the queue grows rather than lose one.
 func (q *cq) push(wc verbs.WorkCompletion) {
-	q.mu.Lock()
-	n := int(q.count.Load())
-	if n == len(q.buf) {
-		nb := make([]verbs.WorkCompletion, 2*len(q.buf))
-		for i := 0; i < n; i++ {
-			nb[i] = q.buf[(q.head+i)%len(q.buf)]
+	if q.nover.Load() != 0 || !q.tryPush(&wc) {
+		q.mu.Lock()
+		if q.nover.Load() != 0 || !q.tryPush(&wc) {
+			q.over = append(q.over, wc)
+			q.nover.Store(int32(len(q.over)))
 		}
-		q.buf, q.head = nb, 0
+		q.mu.Unlock()
 	}
-	q.buf[(q.head+n)%len(q.buf)] = wc
-	q.count.Add(1)
 	if q.waiters.Load() > 0 {
+		q.mu.Lock()
 		close(q.wake)
 		q.wake = make(chan struct{})
+		q.mu.Unlock()
 	}
-	q.mu.Unlock()
+}
+
+// tryPush puts wc in the ring, or reports false when the ring is full.
+func (q *cq) tryPush(wc *verbs.WorkCompletion) bool {
+	for {
+		pos := q.pushPos.Load()
+		s := &q.slots[pos&q.mask]
+		switch seq := s.seq.Load(); {
+		case seq == pos:
+			if q.pushPos.CompareAndSwap(pos, pos+1) {
+				s.wc = *wc
+				s.seq.Store(pos + 1)
+				return true
+			}
+		case seq < pos:
+			return false // the slot still holds the completion of pos-len(slots)
+		}
+		// another push claimed pos first: look again
+	}
+}
+
+// tryPop takes the oldest completion of the ring into wc, or reports false when
+// none is published.
+func (q *cq) tryPop(wc *verbs.WorkCompletion) bool {
+	for {
+		pos := q.pollPos.Load()
+		s := &q.slots[pos&q.mask]
+		switch seq := s.seq.Load(); {
+		case seq == pos+1:
+			if q.pollPos.CompareAndSwap(pos, pos+1) {
+				*wc = s.wc
+				s.seq.Store(pos + uint64(len(q.slots)))
+				return true
+			}
+		case seq <= pos:
+			return false // empty (or the push that claimed pos has not published yet)
+		}
+	}
+}
+
+// ready reports whether a completion can be polled.
+func (q *cq) ready() bool {
+	pos := q.pollPos.Load()
+	return q.slots[pos&q.mask].seq.Load() == pos+1 || q.nover.Load() != 0
 }
 
 // Poll drives progress and moves ready completions into wc.
@@ -68,17 +135,26 @@ func (q *cq) Poll(wc []verbs.WorkCompletion) (int, error) {
 	}
 	q.ctx.markPolled()
 	q.ctx.progress()
-	if q.count.Load() == 0 || len(wc) == 0 {
-		return 0, nil
+	n := 0
+	for n < len(wc) && q.tryPop(&wc[n]) {
+		n++
 	}
-	q.mu.Lock()
-	n := min(int(q.count.Load()), len(wc))
-	for i := 0; i < n; i++ {
-		wc[i] = q.buf[q.head]
-		q.head = (q.head + 1) % len(q.buf)
+	if n < len(wc) && q.nover.Load() != 0 {
+		// The ring is drained (as far as this poll saw it): the overflow is next.
+		// Under mu no push can add to the ring while the overflow is not empty, so
+		// what the ring holds now is older than the overflow: take it first.
+		q.mu.Lock()
+		for n < len(wc) && q.tryPop(&wc[n]) {
+			n++
+		}
+		k := copy(wc[n:], q.over)
+		n += k
+		rest := copy(q.over, q.over[k:])
+		clear(q.over[rest:])
+		q.over = q.over[:rest]
+		q.nover.Store(int32(rest))
+		q.mu.Unlock()
 	}
-	q.count.Add(int32(-n))
-	q.mu.Unlock()
 	return n, nil
 }
 
@@ -86,12 +162,19 @@ func (q *cq) Poll(wc []verbs.WorkCompletion) (int, error) {
 const waitSpin = 4096
 
 // Wait blocks until a completion is ready, ctx ends or the queue closes.
-func (q *cq) Wait(ctx context.Context) error {
-	for i := 0; i < waitSpin; i++ {
+func (q *cq) Wait(ctx context.Context) error { return q.wait(ctx, waitSpin) }
+
+// WaitBrief is Wait after one progress round instead of waitSpin: for a caller
+// that spun already and expects its completion only after a long transfer, so
+// that it does not keep a CPU busy meanwhile.
+func (q *cq) WaitBrief(ctx context.Context) error { return q.wait(ctx, 1) }
+
+func (q *cq) wait(ctx context.Context, spin int) error {
+	for i := 0; i < spin; i++ {
 		if q.closed.Load() {
 			return verbs.Errorf("wait_cq", verbs.ErrClosed, nil)
 		}
-		if q.count.Load() > 0 {
+		if q.ready() {
 			return nil
 		}
 		q.ctx.markPolled()
@@ -108,7 +191,7 @@ func (q *cq) Wait(ctx context.Context) error {
 		q.mu.Lock()
 		wake := q.wake
 		q.mu.Unlock()
-		if q.count.Load() > 0 {
+		if q.ready() {
 			return nil
 		}
 		q.ctx.kick()

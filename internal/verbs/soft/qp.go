@@ -265,6 +265,10 @@ func (q *qp) PostSend(wrs []verbs.SendWR) error {
 	if q.link != nil {
 		return q.link.postSend(wrs)
 	}
+	if len(wrs) == 1 && q.sendNow(&wrs[0]) {
+		q.updateBusy()
+		return nil
+	}
 	err := q.postSend(wrs)
 	q.cmaDone = false
 	q.issue()
@@ -276,6 +280,45 @@ func (q *qp) PostSend(wrs []verbs.SendWR) error {
 	}
 	q.updateBusy()
 	return err
+}
+
+// sendNow is PostSend's fast path for the engine's messages: one inline SEND that
+// fits in the header slot's ring message, with nothing queued ahead of it, goes
+// straight from the caller's memory into the ring; its send queue entry keeps
+// only what completion needs. It reports false, having changed nothing, for
+// anything else (then postSend and issue take the request).
+func (q *qp) sendNow(wr *verbs.SendWR) bool {
+	if wr.Opcode != verbs.OpSend || wr.Flags&(verbs.SendInline|verbs.SendFence) != verbs.SendInline ||
+		len(wr.SG) > q.maxSGE || q.sqIss != q.sqTail || q.sqTail-q.sqHead == uint64(len(q.sq)) ||
+		q.State() != verbs.QPReady || q.out == nil || q.peerDead || atomic.LoadUint32(q.in.closedWord()) != 0 {
+		return false
+	}
+	total := verbs.TotalLength(wr.SG)
+	if total > maxInline || !q.room(int(total-min(total, hdrInline))) {
+		return false
+	}
+	q.parts = q.parts[:0]
+	for _, s := range wr.SG {
+		if s.Length > 0 {
+			q.parts = append(q.parts, unsafe.Slice((*byte)(addrPtr(s.Addr)), s.Length))
+		}
+	}
+	e := &q.sq[q.sqTail%uint64(len(q.sq))]
+	e.wr = verbs.SendWR{ID: wr.ID, Opcode: wr.Opcode, Flags: wr.Flags}
+	e.sg, e.inline = e.sg[:0], e.inline[:0]
+	e.total, e.token, e.off, e.status = total, q.sqTail+1, 0, verbs.StatusSuccess
+	m := msg{op: opSend, flags: flFirst | flLast | flHdr, token: e.token}
+	e.endPos = q.out.pushInline(&m, q.parts, int(total))
+	clear(q.parts)
+	q.parts = q.parts[:0]
+	e.state, e.byteLen = esAwaitTail, uint32(total)
+	if wr.Flags&verbs.SendSignaled != 0 {
+		q.signaled++
+	}
+	q.sqTail++
+	q.sqIss++
+	wakePeer(q.peer)
+	return true
 }
 
 func (q *qp) postSend(wrs []verbs.SendWR) error {

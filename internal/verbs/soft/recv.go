@@ -71,7 +71,7 @@ func (q *qp) handle(m *msg) bool {
 			return q.refuse(m, verbs.StatusRemoteInvalidRequest)
 		}
 		if m.len > 0 {
-			if !q.sgParts(r.sg, m.a, uint64(m.len), verbs.AccessLocalWrite) {
+			if !q.sgParts(r.sg, m.a, uint64(m.len), verbs.AccessLocalWrite, true) {
 				q.completeRecv(r, verbs.StatusLocalProtectionError, verbs.WCRecv, 0, m)
 				return q.refuse(m, verbs.StatusRemoteOperationError)
 			}
@@ -139,7 +139,7 @@ func (q *qp) handle(m *msg) bool {
 			return true
 		}
 		q.waiting--
-		if !q.sgParts(e.sg, 0, 8, verbs.AccessLocalWrite) {
+		if !q.sgParts(e.sg, 0, 8, verbs.AccessLocalWrite, true) {
 			q.failEntry(e, verbs.StatusLocalProtectionError)
 			return true
 		}
@@ -173,7 +173,7 @@ func (q *qp) handleHdrSend(m *msg) bool {
 		return q.refuse(m, verbs.StatusRemoteInvalidRequest)
 	}
 	if total > 0 {
-		if !q.sgParts(r.sg, 0, total, verbs.AccessLocalWrite) {
+		if !q.sgParts(r.sg, 0, total, verbs.AccessLocalWrite, true) {
 			q.completeRecv(r, verbs.StatusLocalProtectionError, verbs.WCRecv, 0, m)
 			return q.refuse(m, verbs.StatusRemoteOperationError)
 		}

@@ -376,11 +376,13 @@ func (q *qp) gather(e *sendEntry, off, n uint64, need verbs.Access) bool {
 		}
 		return true
 	}
-	return q.sgParts(e.sg, off, n, need)
+	return q.sgParts(e.sg, off, n, need, false)
 }
 
-// sgParts resolves bytes [off, off+n) of an SGE list into q.parts.
-func (q *qp) sgParts(sg []verbs.SGE, off, n uint64, need verbs.Access) bool {
+// sgParts resolves bytes [off, off+n) of an SGE list into q.parts. inRound says
+// the caller runs in a progress round (holds the context's progress lock), where
+// regions need no hold (see Context.localInRound).
+func (q *qp) sgParts(sg []verbs.SGE, off, n uint64, need verbs.Access, inRound bool) bool {
 	q.parts = q.parts[:0]
 	for _, s := range sg {
 		if n == 0 {
@@ -392,12 +394,20 @@ func (q *qp) sgParts(sg []verbs.SGE, off, n uint64, need verbs.Access) bool {
 			continue
 		}
 		take := min(l-off, n)
-		b, hold, ok := q.ctx.local(s.LKey, s.Addr+off, take, need, q.pd.id)
+		var b []byte
+		var ok bool
+		if inRound {
+			b, ok = q.ctx.localInRound(s.LKey, s.Addr+off, take, need, q.pd.id)
+		} else {
+			var hold *int32
+			if b, hold, ok = q.ctx.local(s.LKey, s.Addr+off, take, need, q.pd.id); ok {
+				q.holds = append(q.holds, hold)
+			}
+		}
 		if !ok {
 			q.releaseHolds()
 			return false
 		}
-		q.holds = append(q.holds, hold)
 		q.parts = append(q.parts, b)
 		off, n = 0, n-take
 	}

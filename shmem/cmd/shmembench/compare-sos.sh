@@ -19,7 +19,10 @@
 # Each round runs our benchmark, then SOS's tests, back to back, and prints
 # the per-metric ratio of that round, oriented so that above 1 means ours is
 # better (SOS time / our time for latencies, our rate / SOS rate for rates);
-# the last lines are each column's median over the rounds.
+# the last lines are each column's median over the rounds, and our windowed
+# 1 MiB rate by PE 0's CPU time (shmembench -cpu) per round: on a host whose
+# cores other work shares, how much of the wall-clock rate is the copy's cost
+# and how much the wait for a core.
 #
 # The metrics, side by side (SOS test and what its row means; our line):
 #   put8   shmem_latency_put_perf -s 8 -e 8: 8-byte shmem_putmem then shmem_quiet,
@@ -60,6 +63,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
 command -v mpiexec.hydra >/dev/null || { echo "$0: needs mpiexec.hydra (Debian: mpich)" >&2; exit 2; }
 mkdir -p "$out/raw"
+: >"$out/bwcpu"
 
 # Our side: the launcher and the benchmark, built from this checkout.
 (cd "$repo" && go build -o "$out/ptlrun" ./cmd/ptlrun && go build -o "$out/shmembench" ./shmem/cmd/shmembench)
@@ -105,16 +109,19 @@ ratios=$out/ratios
 : >"$ratios"
 for r in $(seq 1 "$rounds"); do
 	o=$out/raw/round$r
-	"$out/ptlrun" -np 2 -timeout 10m "$out/shmembench" -iters "$lat_iters" \
+	"$out/ptlrun" -np 2 -timeout 10m "$out/shmembench" -cpu -iters "$lat_iters" \
 		-gups-m $((2 * gups_m)) -gups-n "$gups_n" >"$o-ours.txt" 2>&1
 	sos_run "$out/shmem_latency_put_perf" -s 8 -e 8 -n "$lat_iters" -p $((lat_iters / 10)) >"$o-sos-lat.txt" 2>&1
 	sos_run "$out/shmem_bw_atomics_perf" -n 400 -p 40 >"$o-sos-amo.txt" 2>&1
 	sos_run "$out/shmem_bw_put_perf" -s 1048576 -e 1048576 >"$o-sos-bw.txt" 2>&1
 	sos_run "$out/gups" -m "$gups_m" -n "$gups_n" >"$o-sos-gups.txt" 2>&1
 
-	o_put=$(num "$o-ours.txt" '/^put 8 B \+ quiet/{print $(NF-1)}')
-	o_fadd=$(num "$o-ours.txt" '/^fetch-add 64-bit/{print $(NF-1)}')
-	o_bw=$(num "$o-ours.txt" '/^put 1048576 B x64 \+ quiet/{print $(NF-1)}')
+	# (the figure before the first "us" or "GB/s"; -cpu adds the CPU time after it)
+	o_put=$(num "$o-ours.txt" '/^put 8 B \+ quiet/{for (i = 1; i <= NF; i++) if ($i == "us") {print $(i-1); exit}}')
+	o_fadd=$(num "$o-ours.txt" '/^fetch-add 64-bit/{for (i = 1; i <= NF; i++) if ($i == "us") {print $(i-1); exit}}')
+	o_bw=$(num "$o-ours.txt" '/^put 1048576 B x64 \+ quiet/{for (i = 1; i <= NF; i++) if ($i == "GB/s") {print $(i-1); exit}}')
+	# the rate PE 0's CPU time gives (the second GB/s figure of -cpu)
+	o_bwcpu=$(num "$o-ours.txt" '/^put 1048576 B x64 \+ quiet/{for (i = 1; i <= NF; i++) if ($i == "GB/s" && ++k == 2) {print $(i-1); exit}}')
 	o_gups=$(num "$o-ours.txt" '/^random access \(GUPS\)/{print $4}')
 	s_put=$(num "$o-sos-lat.txt" '$1 == 8 && NF == 2 {v = $2} END {print v}')
 	s_fadd=$(num "$o-sos-amo.txt" '/^shmem_fadd$/ {f = 1} f && $1 == "ulong" {print $NF; exit}')
@@ -128,6 +135,7 @@ for r in $(seq 1 "$rounds"); do
 	printf '%-5s | %8.3f %8.3f %9.2f %9.6f | %8.3f %8.3f %9.2f %9.6f | %s\n' "$r" \
 		"$o_put" "$o_fadd" "$o_bw" "$o_gups" "$s_put" "$s_fadd" "$s_bw" "$s_gups" "$line"
 	echo "$r $o_put $o_fadd $o_bw $o_gups $s_put $s_fadd $s_bw $s_gups" >>"$out/figures"
+	echo "$o_bwcpu" >>"$out/bwcpu"
 done
 
 # median of column k of a file of numbers
@@ -136,4 +144,5 @@ echo "median ratios (>1: ours better): put8 $(median "$ratios" 1)  fadd $(median
 tail -n "$rounds" "$out/figures" >"$out/figures.last"
 echo "median figures: ours put8 $(median "$out/figures.last" 2) us, fadd $(median "$out/figures.last" 3) us, bw1m $(median "$out/figures.last" 4) GB/s, $(median "$out/figures.last" 5) GUP/s;" \
 	"SOS put8 $(median "$out/figures.last" 6) us, fadd $(median "$out/figures.last" 7) us, bw1m $(median "$out/figures.last" 8) GB/s, $(median "$out/figures.last" 9) GUP/s"
+echo "ours bw1m by PE 0's CPU time (the rate if the issuing thread had a core of its own), per round: $(tr '\n' ' ' <"$out/bwcpu")GB/s, median $(median "$out/bwcpu" 1) GB/s"
 echo "raw outputs: $out/raw"

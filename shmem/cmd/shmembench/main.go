@@ -14,6 +14,12 @@
 // fetch_add row for unsigned long, and the random access test is the HPCC
 // RandomAccess update loop of SOS's gups app (whose -m is bytes per PE, where
 // -gups-m here is bytes in the whole table).
+//
+// With -cpu each line also gives the CPU time PE 0's issuing thread used per
+// operation and, for bandwidths, the rate that CPU time gives: on a host whose
+// cores are shared with other work, the wall-clock figures say how much of a
+// core the issuer got as much as what it costs, and the CPU figures separate
+// the two.
 package main
 
 import (
@@ -23,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/goportals/goportals/shmem"
@@ -43,6 +50,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	gupsVerify := fs.Bool("gups-verify", true, "random access: apply the updates again, untimed, and check that the table is restored")
 	window := fs.Int("window", 64, "puts per quiet in the windowed bandwidth test")
 	windows := fs.Int("windows", 100, "windows in the windowed bandwidth test")
+	cpu := fs.Bool("cpu", false, "also print the CPU time (user and system) PE 0's issuing thread used per operation, and for bandwidths the rate that CPU time gives (Linux): on a host whose cores are shared, what the issuer costs apart from the time it waited for a core")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -56,6 +64,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "shmembench:", err)
 		return 1
 	}
+	cpuTimes = *cpu
 	err = bench(ctx, w, *iters, *bwIters, *size, *window, *windows, stdout)
 	if err == nil && *gupsN > 0 {
 		err = randomAccess(ctx, w, *gupsBytes, *gupsN, *gupsVerify, stdout)
@@ -68,6 +77,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// cpuTimes: -cpu. lastCPU is the CPU time per call of the last timed run on PE
+// 0 (negative: not measured).
+var (
+	cpuTimes bool
+	lastCPU  time.Duration = -1
+)
+
 // timed runs f n times on PE 0 (after a warm-up of n/10) between barriers and
 // returns the time per call.
 func timed(ctx context.Context, w *shmem.World, n int, f func() error) (time.Duration, error) {
@@ -75,13 +91,20 @@ func timed(ctx context.Context, w *shmem.World, n int, f func() error) (time.Dur
 }
 
 // timedThen is timed with finish (if not nil) run once after the n calls,
-// inside the measured time.
+// inside the measured time. With -cpu it also sets lastCPU.
 func timedThen(ctx context.Context, w *shmem.World, n int, f, finish func() error) (time.Duration, error) {
 	if err := w.BarrierAll(ctx); err != nil {
 		return 0, err
 	}
 	var per time.Duration
+	lastCPU = -1
 	if w.MyPE() == 0 {
+		if cpuTimes {
+			// The calls run on this goroutine: keep it on one thread to read
+			// that thread's CPU time.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+		}
 		for i := 0; i < n/10; i++ {
 			if err := f(); err != nil {
 				return 0, err
@@ -92,6 +115,7 @@ func timedThen(ctx context.Context, w *shmem.World, n int, f, finish func() erro
 				return 0, err
 			}
 		}
+		cpu0, cpuOK := threadCPU()
 		start := time.Now()
 		for i := 0; i < n; i++ {
 			if err := f(); err != nil {
@@ -104,6 +128,9 @@ func timedThen(ctx context.Context, w *shmem.World, n int, f, finish func() erro
 			}
 		}
 		per = time.Since(start) / time.Duration(n)
+		if cpu1, ok := threadCPU(); cpuTimes && cpuOK && ok {
+			lastCPU = (cpu1 - cpu0) / time.Duration(n)
+		}
 	}
 	return per, w.BarrierAll(ctx)
 }
@@ -126,10 +153,22 @@ func bench(ctx context.Context, w *shmem.World, iters, bwIters, size, window, wi
 		return err
 	}
 	one := []uint64{42}
-	report := func(name string, d time.Duration, extra string) {
-		if w.MyPE() == 0 {
-			fmt.Fprintf(out, "%-28s %9.3f us%s\n", name, float64(d.Nanoseconds())/1e3, extra)
+	// report prints a line; with -cpu it adds the CPU time per call (per
+	// transfer when per divides the timed call into several), and the rate
+	// it gives (rate not nil).
+	report := func(name string, d time.Duration, extra string, per int, rate func(time.Duration) string) {
+		if w.MyPE() != 0 {
+			return
 		}
+		fmt.Fprintf(out, "%-28s %9.3f us%s", name, float64(d.Nanoseconds())/1e3, extra)
+		if lastCPU >= 0 {
+			c := lastCPU / time.Duration(per)
+			fmt.Fprintf(out, "  cpu %9.3f us", float64(c.Nanoseconds())/1e3)
+			if rate != nil && c > 0 {
+				fmt.Fprintf(out, "%s", rate(c))
+			}
+		}
+		fmt.Fprintln(out)
 	}
 	d, err := timed(ctx, w, iters, func() error {
 		if err := shmem.Put(ctx, c, word, one, 1); err != nil {
@@ -140,7 +179,7 @@ func bench(ctx context.Context, w *shmem.World, iters, bwIters, size, window, wi
 	if err != nil {
 		return err
 	}
-	report("put 8 B + quiet", d, "")
+	report("put 8 B + quiet", d, "", 1, nil)
 	d, err = timed(ctx, w, iters, func() error {
 		_, err := shmem.AtomicFetchAdd(ctx, c, word, 1, 1)
 		return err
@@ -148,7 +187,7 @@ func bench(ctx context.Context, w *shmem.World, iters, bwIters, size, window, wi
 	if err != nil {
 		return err
 	}
-	report("fetch-add 64-bit", d, "")
+	report("fetch-add 64-bit", d, "", 1, nil)
 	d, err = timed(ctx, w, iters, func() error {
 		_, err := shmem.G(ctx, c, word, 1)
 		return err
@@ -156,7 +195,7 @@ func bench(ctx context.Context, w *shmem.World, iters, bwIters, size, window, wi
 	if err != nil {
 		return err
 	}
-	report("get 8 B (shmem_g)", d, "")
+	report("get 8 B (shmem_g)", d, "", 1, nil)
 	// Every PE runs the barriers (timed reports PE 0's view).
 	bar := func() error { return w.BarrierAll(ctx) }
 	if w.MyPE() != 0 {
@@ -170,12 +209,12 @@ func bench(ctx context.Context, w *shmem.World, iters, bwIters, size, window, wi
 	if err != nil {
 		return err
 	}
-	report(fmt.Sprintf("barrier_all (%d PEs)", w.NPEs()), d, "")
+	report(fmt.Sprintf("barrier_all (%d PEs)", w.NPEs()), d, "", 1, nil)
 	d, err = timed(ctx, w, iters, func() error { return shmem.AtomicAdd(ctx, c, word, 1, 1) })
 	if err != nil {
 		return err
 	}
-	report("atomic add (issue rate)", d, "")
+	report("atomic add (issue rate)", d, "", 1, nil)
 	if err := w.BarrierAll(ctx); err != nil {
 		return err
 	}
@@ -191,7 +230,7 @@ func bench(ctx context.Context, w *shmem.World, iters, bwIters, size, window, wi
 	if err != nil {
 		return err
 	}
-	report(fmt.Sprintf("put_nbi %d B (stream)", size), d, bw(d))
+	report(fmt.Sprintf("put_nbi %d B (stream)", size), d, bw(d), 1, bw)
 	d, err = timed(ctx, w, bwIters, func() error {
 		if err := shmem.Put(ctx, c, buf, data, 1); err != nil {
 			return err
@@ -201,7 +240,7 @@ func bench(ctx context.Context, w *shmem.World, iters, bwIters, size, window, wi
 	if err != nil {
 		return err
 	}
-	report(fmt.Sprintf("put %d B + quiet", size), d, bw(d))
+	report(fmt.Sprintf("put %d B + quiet", size), d, bw(d), 1, bw)
 	d, err = timed(ctx, w, windows, func() error {
 		for j := 0; j < window; j++ {
 			if err := shmem.Put(ctx, c, buf, data, 1); err != nil {
@@ -214,13 +253,13 @@ func bench(ctx context.Context, w *shmem.World, iters, bwIters, size, window, wi
 		return err
 	}
 	d /= time.Duration(window)
-	report(fmt.Sprintf("put %d B x%d + quiet", size, window), d, bw(d))
+	report(fmt.Sprintf("put %d B x%d + quiet", size, window), d, bw(d), window, bw)
 	goBuf := make([]byte, size)
 	d, err = timed(ctx, w, bwIters, func() error { return shmem.Get(ctx, c, goBuf, buf, 1) })
 	if err != nil {
 		return err
 	}
-	report(fmt.Sprintf("get %d B into Go memory", size), d, bw(d))
+	report(fmt.Sprintf("get %d B into Go memory", size), d, bw(d), 1, bw)
 	return errors.Join(shmem.Free(ctx, src), shmem.Free(ctx, buf), shmem.Free(ctx, word))
 }
 

@@ -45,7 +45,7 @@ func TestBench(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := bootstrap.Launch(ctx, bootstrap.LaunchConfig{N: 2,
-		Argv: []string{bin, "-iters", "50", "-bw-iters", "5", "-size", "65536", "-window", "4", "-windows", "3", "-gups-m", "65536", "-gups-n", "500"},
+		Argv: []string{bin, "-iters", "50", "-bw-iters", "5", "-size", "65536", "-window", "4", "-windows", "3", "-gups-m", "65536", "-gups-n", "500", "-cpu"},
 		Env:  append(os.Environ(), "GORACE=atexit_sleep_ms=0"), Stdout: &stdout, Stderr: &stderr,
 		Timeout: 110 * time.Second})
 	out := stdout.String() + stderr.String()
@@ -58,11 +58,13 @@ func TestBench(t *testing.T) {
 		}
 	}
 	for _, re := range []string{
-		`(?m)^put 8 B \+ quiet +([0-9.]+) us$`,
-		`(?m)^fetch-add 64-bit +([0-9.]+) us$`,
-		`(?m)^barrier_all \(2 PEs\) +([0-9.]+) us$`,
-		`(?m)^put 65536 B \+ quiet +([0-9.]+) us +[0-9.]+ GB/s$`,
-		`(?m)^put 65536 B x4 \+ quiet +([0-9.]+) us +[0-9.]+ GB/s$`,
+		`(?m)^put 8 B \+ quiet +([0-9.]+) us  cpu +[0-9.]+ us$`,
+		`(?m)^fetch-add 64-bit +([0-9.]+) us  cpu +[0-9.]+ us$`,
+		`(?m)^barrier_all \(2 PEs\) +([0-9.]+) us  cpu +[0-9.]+ us$`,
+		`(?m)^put 65536 B \+ quiet +([0-9.]+) us +[0-9.]+ GB/s  cpu +[0-9.]+ us +[0-9.]+ GB/s$`,
+		`(?m)^put 65536 B x4 \+ quiet +([0-9.]+) us +[0-9.]+ GB/s  cpu +[0-9.]+ us +[0-9.]+ GB/s$`,
+		// -cpu: the CPU time of a windowed put (positive: the copies take some)
+		`(?m)^put 65536 B x4 \+ quiet +[0-9.]+ us +[0-9.]+ GB/s  cpu +([0-9.]+) us`,
 		`(?m)^random access \(GUPS\) +([0-9.]+) GUP/s .*, verified\)$`,
 	} {
 		g := regexp.MustCompile(re).FindStringSubmatch(stdout.String())
