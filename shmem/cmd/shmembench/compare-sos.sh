@@ -144,5 +144,5 @@ echo "median ratios (>1: ours better): put8 $(median "$ratios" 1)  fadd $(median
 tail -n "$rounds" "$out/figures" >"$out/figures.last"
 echo "median figures: ours put8 $(median "$out/figures.last" 2) us, fadd $(median "$out/figures.last" 3) us, bw1m $(median "$out/figures.last" 4) GB/s, $(median "$out/figures.last" 5) GUP/s;" \
 	"SOS put8 $(median "$out/figures.last" 6) us, fadd $(median "$out/figures.last" 7) us, bw1m $(median "$out/figures.last" 8) GB/s, $(median "$out/figures.last" 9) GUP/s"
-echo "ours bw1m by PE 0's CPU time (the rate if the issuing thread had a core of its own), per round: $(tr '\n' ' ' <"$out/bwcpu")GB/s, median $(median "$out/bwcpu" 1) GB/s"
+echo "ours 1 MiB divided by PE 0's issuing-thread CPU time per put (a CPU cost, not a bandwidth), per round: $(tr '\n' ' ' <"$out/bwcpu")GB/s, median $(median "$out/bwcpu" 1) GB/s"
 echo "raw outputs: $out/raw"
