@@ -147,6 +147,14 @@ func (q *cq) Poll(wc []verbs.WorkCompletion) (int, error) {
 		for n < len(wc) && q.tryPop(&wc[n]) {
 			n++
 		}
+		if n < len(wc) && q.pollPos.Load() != q.pushPos.Load() {
+			// A push claimed the oldest ring slot and has not published it yet:
+			// that slot, and the ring behind it, are older than the overflow
+			// (another producer's later completions may be there). Take the
+			// overflow only after them, at a later poll.
+			q.mu.Unlock()
+			return n, nil
+		}
 		k := copy(wc[n:], q.over)
 		n += k
 		rest := copy(q.over, q.over[k:])
