@@ -232,12 +232,13 @@ func (l *tcpLink) start(conn net.Conn) {
 	}
 	c := l.q.ctx
 	var closer io.Closer = conn
+	fd, via := l.fd, false
 	if c.usePoller() {
 		// The socket leaves Go's network poller (its descriptor is in the
 		// runtime's epoll set, whose idle thread the kernel would wake at every
 		// segment that arrives, for nobody): the link keeps a duplicate of the
 		// descriptor and closes the connection.
-		fd, err := dupFD(l.fd)
+		dup, err := dupFD(l.fd)
 		if err != nil {
 			c.leavePoller()
 			conn.Close()
@@ -245,17 +246,30 @@ func (l *tcpLink) start(conn net.Conn) {
 			return
 		}
 		conn.Close()
-		l.fd, l.viaPoller, closer = fd, true, fdCloser(fd)
+		fd, via, closer = dup, true, fdCloser(dup)
 	}
-	l.rb = make([]byte, stageSize)
+	rb := make([]byte, stageSize)
+	// The link may have been shut meanwhile (its queue pair destroyed while the
+	// peer's hello was answered): shut sets failed before it takes txMu, so
+	// either it is seen here, or shut waits and then undoes all of this.
 	l.txMu.Lock()
-	l.conn = closer
-	l.txMu.Unlock()
+	if l.failed.Load() {
+		l.txMu.Unlock()
+		closer.Close()
+		if via {
+			c.leavePoller()
+		}
+		return
+	}
+	l.fd, l.viaPoller, l.rb, l.conn = fd, via, rb, closer
 	c.addLink(l)
-	if l.viaPoller {
+	if !via {
+		l.wg.Add(1) // before shut returns: close waits for the watcher
+	}
+	l.txMu.Unlock()
+	if via {
 		c.wakePoller()
 	} else {
-		l.wg.Add(1)
 		go l.watch(rc)
 	}
 	l.flushTx()
