@@ -29,11 +29,12 @@ import (
 // One goroutine per context, the poller (Linux: tcppoll_linux.go), reads the
 // sockets: it waits in the kernel (epoll) until a socket holds data or has room
 // for frames that wait, reads and serves what arrived, and pushes the
-// completions, which wake the completion queues' waiters. Polls never touch a
-// socket, so callers that spin on Poll (the engine's waits) cost no system call
-// per round and a non-blocking Poll never blocks. Requests are written by the
-// goroutine that posts them, with the header and the payload, straight from the
-// registered memory, in one vectored write; the ACK of a SEND or WRITE waits up
+// completions, which wake the completion queues' waiters. While callers poll,
+// the poller naps and their rounds read the sockets without blocking, leaving an
+// empty socket alone for a short gap (tcpPollGap, tcpBulkGap): a spinning
+// caller does not pay a system call per round, and a Poll never blocks.
+// Requests are written by the goroutine that posts them, with the header and the
+// payload, straight from the registered memory, in one vectored write; the ACK of a SEND or WRITE waits up
 // to tcpAnswerDelay for the next frame the link sends and rides with it (a
 // ping-pong's reply carries the ACK of the request it answers). Elsewhere a
 // watcher goroutine per link wakes the context's progress goroutine when data
