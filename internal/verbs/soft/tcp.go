@@ -568,6 +568,15 @@ func (l *tcpLink) receive() (frames int, drained bool, err error) {
 				break
 			}
 			raceAcquire()
+			if raceEnabled {
+				// The race detector learns of a vectored write's reads of the
+				// send buffers only once the call has returned: the peer's
+				// answer can arrive first, and a completion it reports would
+				// race the write it answers. The write is made under txMu:
+				// waiting for txMu orders its reads before what follows.
+				l.txMu.Lock()
+				l.txMu.Unlock()
+			}
 			rx.have = 0
 			rx.f.get(rx.hdr[:])
 			if err := l.beginFrame(); err != nil {

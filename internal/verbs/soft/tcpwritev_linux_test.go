@@ -21,10 +21,7 @@ func TestTCPBufferReuseAfterCompletion(t *testing.T) {
 	t.Setenv(EnvPath, "tcp")
 	p := verbstest.NewPair(t, softEnv)
 	const big, small = 1 << 20, 64
-	la, lb := p.A.QP.(*qp).link, p.B.QP.(*qp).link
-	if la == nil || lb == nil {
-		t.Fatal("the pair is not joined over TCP")
-	}
+	la, lb := tcpPingPong(t, p, 1) // both links run
 	for _, l := range []*tcpLink{la, lb} {
 		l.txMu.Lock()
 		fd := l.fd
