@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/goportals/goportals/internal/verbs/verbstest"
+	"golang.org/x/sys/unix"
 )
 
 // TestTCPStartOnShutLinkLeaksNothing: a connection that arrives for a link
@@ -69,5 +70,64 @@ func TestTCPStartOnShutLinkLeaksNothing(t *testing.T) {
 	var b [1]byte
 	if n, err := dialed.Read(b[:]); err != io.EOF {
 		t.Errorf("the stream of a shut link stays open (read: %d bytes, %v)", n, err)
+	}
+}
+
+// TestTCPCloseEndsPoller: closing the contexts shuts their links, which closes
+// the sockets' descriptors and ends each context's poller (its epoll and
+// eventfd descriptors are closed before it records that it ended).
+func TestTCPCloseEndsPoller(t *testing.T) {
+	t.Setenv(EnvPath, "tcp")
+	p := verbstest.NewPair(t, softEnv)
+	la, lb := tcpPingPong(t, p, 1)
+	type held struct {
+		fd  int
+		ino uint64
+	}
+	var fds []held
+	for _, l := range []*tcpLink{la, lb} {
+		l.txMu.Lock()
+		fd := l.fd
+		l.txMu.Unlock()
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			t.Fatal(err)
+		}
+		fds = append(fds, held{fd, st.Ino})
+	}
+	ctxs := []*Context{la.q.ctx, lb.q.ctx}
+	for _, c := range ctxs {
+		c.tcp.pmu.Lock()
+		pl := c.tcp.poller
+		c.tcp.pmu.Unlock()
+		if pl == nil {
+			t.Fatal("no poller serves the context's link")
+		}
+	}
+	for _, s := range []*verbstest.Side{p.A, p.B} {
+		if err := s.Ctx.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(hangGuard)
+	for _, c := range ctxs {
+		for {
+			c.tcp.pmu.Lock()
+			gone := c.tcp.poller == nil
+			c.tcp.pmu.Unlock()
+			if gone {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("a closed context's poller still runs")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	for _, h := range fds {
+		var st unix.Stat_t
+		if err := unix.Fstat(h.fd, &st); err == nil && st.Ino == h.ino {
+			t.Errorf("descriptor %d (inode %d) is still open after the contexts closed", h.fd, h.ino)
+		}
 	}
 }
