@@ -29,11 +29,12 @@ import (
 // One goroutine per context, the poller (Linux: tcppoll_linux.go), reads the
 // sockets: it waits in the kernel (epoll) until a socket holds data or has room
 // for frames that wait, reads and serves what arrived, and pushes the
-// completions, which wake the completion queues' waiters. Polls never touch a
-// socket, so callers that spin on Poll (the engine's waits) cost no system call
-// per round and a non-blocking Poll never blocks. Requests are written by the
-// goroutine that posts them, with the header and the payload, straight from the
-// registered memory, in one vectored write; the ACK of a SEND or WRITE waits up
+// completions, which wake the completion queues' waiters. While callers poll,
+// the poller naps and their rounds read the sockets without blocking, leaving an
+// empty socket alone for a short gap (tcpPollGap, tcpBulkGap): a spinning
+// caller does not pay a system call per round, and a Poll never blocks.
+// Requests are written by the goroutine that posts them, with the header and the
+// payload, straight from the registered memory, in one vectored write; the ACK of a SEND or WRITE waits up
 // to tcpAnswerDelay for the next frame the link sends and rides with it (a
 // ping-pong's reply carries the ACK of the request it answers). Elsewhere a
 // watcher goroutine per link wakes the context's progress goroutine when data
@@ -232,12 +233,13 @@ func (l *tcpLink) start(conn net.Conn) {
 	}
 	c := l.q.ctx
 	var closer io.Closer = conn
+	fd, via := l.fd, false
 	if c.usePoller() {
 		// The socket leaves Go's network poller (its descriptor is in the
 		// runtime's epoll set, whose idle thread the kernel would wake at every
 		// segment that arrives, for nobody): the link keeps a duplicate of the
 		// descriptor and closes the connection.
-		fd, err := dupFD(l.fd)
+		dup, err := dupFD(l.fd)
 		if err != nil {
 			c.leavePoller()
 			conn.Close()
@@ -245,17 +247,30 @@ func (l *tcpLink) start(conn net.Conn) {
 			return
 		}
 		conn.Close()
-		l.fd, l.viaPoller, closer = fd, true, fdCloser(fd)
+		fd, via, closer = dup, true, fdCloser(dup)
 	}
-	l.rb = make([]byte, stageSize)
+	rb := make([]byte, stageSize)
+	// The link may have been shut meanwhile (its queue pair destroyed while the
+	// peer's hello was answered): shut sets failed before it takes txMu, so
+	// either it is seen here, or shut waits and then undoes all of this.
 	l.txMu.Lock()
-	l.conn = closer
-	l.txMu.Unlock()
+	if l.failed.Load() {
+		l.txMu.Unlock()
+		closer.Close()
+		if via {
+			c.leavePoller()
+		}
+		return
+	}
+	l.fd, l.viaPoller, l.rb, l.conn = fd, via, rb, closer
 	c.addLink(l)
-	if l.viaPoller {
+	if !via {
+		l.wg.Add(1) // before shut returns: close waits for the watcher
+	}
+	l.txMu.Unlock()
+	if via {
 		c.wakePoller()
 	} else {
-		l.wg.Add(1)
 		go l.watch(rc)
 	}
 	l.flushTx()
@@ -553,6 +568,15 @@ func (l *tcpLink) receive() (frames int, drained bool, err error) {
 				break
 			}
 			raceAcquire()
+			if raceEnabled {
+				// The race detector learns of a vectored write's reads of the
+				// send buffers only once the call has returned: the peer's
+				// answer can arrive first, and a completion it reports would
+				// race the write it answers. The write is made under txMu:
+				// waiting for txMu orders its reads before what follows.
+				l.txMu.Lock()
+				l.txMu.Unlock()
+			}
 			rx.have = 0
 			rx.f.get(rx.hdr[:])
 			if err := l.beginFrame(); err != nil {
