@@ -27,7 +27,8 @@ type cq struct {
 
 	mu      sync.Mutex
 	over    []verbs.WorkCompletion // completions that found the ring full (guarded by mu)
-	nover   atomic.Int32           // len(over), stored under mu
+	overAt  int                    // over[:overAt] were polled already (guarded by mu)
+	nover   atomic.Int32           // len(over) - overAt, stored under mu
 	waiters atomic.Int32
 	wake    chan struct{} // closed and replaced to wake every waiter (guarded by mu)
 	refs    atomic.Int32
@@ -72,7 +73,7 @@ func (q *cq) push(wc verbs.WorkCompletion) {
 		q.mu.Lock()
 		if q.nover.Load() != 0 || !q.tryPush(&wc) {
 			q.over = append(q.over, wc)
-			q.nover.Store(int32(len(q.over)))
+			q.nover.Store(int32(len(q.over) - q.overAt))
 		}
 		q.mu.Unlock()
 	}
@@ -155,12 +156,21 @@ func (q *cq) Poll(wc []verbs.WorkCompletion) (int, error) {
 			q.mu.Unlock()
 			return n, nil
 		}
-		k := copy(wc[n:], q.over)
+		k := copy(wc[n:], q.over[q.overAt:])
 		n += k
-		rest := copy(q.over, q.over[k:])
-		clear(q.over[rest:])
-		q.over = q.over[:rest]
-		q.nover.Store(int32(rest))
+		q.overAt += k
+		switch {
+		case q.overAt == len(q.over):
+			clear(q.over)
+			q.over, q.overAt = q.over[:0], 0
+		case q.overAt >= len(q.over)/2:
+			// Compact once half is polled: each entry moves O(1) times on
+			// average (a copy per poll made emptying a long overflow quadratic).
+			rest := copy(q.over, q.over[q.overAt:])
+			clear(q.over[rest:])
+			q.over, q.overAt = q.over[:rest], 0
+		}
+		q.nover.Store(int32(len(q.over) - q.overAt))
 		q.mu.Unlock()
 	}
 	return n, nil

@@ -487,7 +487,9 @@ func (l *tcpLink) pollRx() int {
 			l.lost(err)
 			return n
 		}
-		if drained || l.rx.waitRecv {
+		if drained || l.rx.waitRecv || l.failed.Load() {
+			// A destroy (shut) waits on rxMu: a peer that keeps the socket
+			// full must not hold it off.
 			return n
 		}
 	}
