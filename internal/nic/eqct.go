@@ -113,25 +113,13 @@ var errEQGetEmpty = &OpError{Op: "PtlEQGet", Errno: EQEmpty}
 // blocks (and leaves progress to the NI's goroutine).
 const waitSpin = 20000
 
-// longSpin is the spin of a wait, and of the NI goroutine's idle poll, while long
-// transfers this NI started are in flight: their answers come one per transfer
-// of tens of microseconds, and a thread spinning all that time takes the CPU
-// (or, on a small VM, the hyperthread sibling) from the process that copies the
-// data. Blocking costs a wake-up per answer instead, a few microseconds.
-const longSpin = 64
-
-// spinOver reports whether a waiting caller at round i should stop spinning.
-func (ni *NI) spinOver(i int) bool {
-	return !ni.noGoroutine && (i >= waitSpin || (i >= longSpin && ni.longOut.Load() > 0))
-}
-
 // Wait blocks for the next event (PtlEQWait). It first drives the NI's progress
 // itself for a while, then sleeps.
 func (e *EQ) Wait(ctx context.Context) (Event, error) {
 	if e == nil || e.q == nil {
 		return Event{}, nilHandle("PtlEQWait", "event queue")
 	}
-	for i := 0; !e.ni.spinOver(i); i++ {
+	for i := 0; i < waitSpin || e.ni.noGoroutine; i++ {
 		ev, err := e.q.Get()
 		if err == nil || !errors.Is(err, eq.ErrEQEmpty) {
 			return ev, eqErr("PtlEQWait", interrupted(err, i > 0))
@@ -322,7 +310,7 @@ func (c *CT) Wait(ctx context.Context, test uint64) (CTEvent, error) {
 	if c == nil || c.c == nil {
 		return CTEvent{}, nilHandle("PtlCTWait", "counting event")
 	}
-	for i := 0; !c.ni.spinOver(i); i++ {
+	for i := 0; i < waitSpin || c.ni.noGoroutine; i++ {
 		if c.c.Reached(test) || i&1023 == 0 { // a lock-free check; Get confirms (and sees a free)
 			v, err := c.c.Get()
 			if err != nil || v.Success >= test || v.Failure > 0 {

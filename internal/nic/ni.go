@@ -86,7 +86,6 @@ type NI struct {
 	direct      *directState // direct access (direct.go); nil when off
 
 	queued    atomic.Int32 // engine sends waiting in peer queues
-	longOut   atomic.Int32 // long transfers this NI started as initiator, not yet answered (see longSpin)
 	trig      triggerRunner
 	progMu    sync.Mutex    // one goroutine handles completions at a time
 	appPolled atomic.Bool   // set by callers that drive progress, cleared by the progress goroutine

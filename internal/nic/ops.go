@@ -360,7 +360,6 @@ func (ni *NI) issue(o *initOp, operand []byte) error {
 		return errPeerFailed
 	}
 	o.pinned, o.long, o.stage = p, true, stage
-	ni.longOut.Add(1)
 	ni.mu.Unlock()
 	h.flags |= hfLong
 	return o.pr.send(&h, buf)
@@ -404,9 +403,6 @@ func (ni *NI) finish(o *initOp) {
 		return
 	}
 	delete(ni.ops, o.id)
-	if o.long {
-		ni.longOut.Add(-1)
-	}
 	ni.directFinished(o)
 	o.md.inflight--
 	if o.getMD != nil {

@@ -79,12 +79,7 @@ func (ni *NI) run() {
 			}
 			continue
 		}
-		spinFor := progressSpin
-		long := ni.longOut.Load() > 0
-		if long {
-			spinFor = longSpin
-		}
-		if idle++; idle < spinFor || ni.queued.Load() > 0 {
+		if idle++; idle < progressSpin || ni.queued.Load() > 0 {
 			// (queued sends wait for room that frees without a completion: keep polling)
 			if idle&63 == 0 {
 				runtime.Gosched()
@@ -94,20 +89,10 @@ func (ni *NI) run() {
 			continue
 		}
 		idle = 0
-		wait := ni.cq.Wait
-		if b, ok := ni.cq.(briefWaiter); ok && long {
-			wait = b.WaitBrief // we spun already: sleep without the provider's spin
-		}
-		if err := wait(ctx); err != nil {
+		if err := ni.cq.Wait(ctx); err != nil {
 			return
 		}
 	}
-}
-
-// briefWaiter is a completion queue that can wait without spinning first (the
-// soft provider's): the progress goroutine uses it while long transfers are out.
-type briefWaiter interface {
-	WaitBrief(ctx context.Context) error
 }
 
 // kick ends the progress goroutine's nap: a waiting caller is about to block.

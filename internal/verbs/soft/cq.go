@@ -180,15 +180,8 @@ func (q *cq) Poll(wc []verbs.WorkCompletion) (int, error) {
 const waitSpin = 4096
 
 // Wait blocks until a completion is ready, ctx ends or the queue closes.
-func (q *cq) Wait(ctx context.Context) error { return q.wait(ctx, waitSpin) }
-
-// WaitBrief is Wait after one progress round instead of waitSpin: for a caller
-// that spun already and expects its completion only after a long transfer, so
-// that it does not keep a CPU busy meanwhile.
-func (q *cq) WaitBrief(ctx context.Context) error { return q.wait(ctx, 1) }
-
-func (q *cq) wait(ctx context.Context, spin int) error {
-	for i := 0; i < spin; i++ {
+func (q *cq) Wait(ctx context.Context) error {
+	for i := 0; i < waitSpin; i++ {
 		if q.closed.Load() {
 			return verbs.Errorf("wait_cq", verbs.ErrClosed, nil)
 		}
