@@ -966,16 +966,25 @@ func tcpClock() int64 { return int64(time.Since(tcpEpoch)) }
 func (l *tcpLink) item() *outItem {
 	l.txMu.Lock()
 	var it *outItem
-	if n := len(l.free); n > 0 {
-		it = l.free[n-1]
-		l.free = l.free[:n-1]
+	if len(l.free) == 0 {
+		// A burst (a window of requests, each answered) empties the list:
+		// refill it with a slab, one allocation per tcpSlab items, not one each.
+		slab := make([]outItem, tcpSlab)
+		for i := range slab {
+			slab[i].pool = true
+			l.free = append(l.free, &slab[i])
+		}
 	}
+	n := len(l.free)
+	it = l.free[n-1]
+	l.free = l.free[:n-1]
 	l.txMu.Unlock()
-	if it == nil {
-		it = &outItem{pool: true}
-	}
 	return it
 }
+
+// tcpSlab is how many frame items or pending records a link allocates at once
+// when its free list runs dry.
+const tcpSlab = 32
 
 // broken fails the link: outstanding work completes with StatusRetryExceeded (the
 // peer stopped answering) and the queue pair enters the error state.
@@ -1115,15 +1124,16 @@ func (l *tcpLink) postSend(wrs []verbs.SendWR) error {
 		// up to that).
 		it := l.item()
 		l.pmu.Lock()
-		var p *tcpPending
-		if n := len(l.pfree); n > 0 {
-			p = l.pfree[n-1]
-			l.pfree = l.pfree[:n-1]
+		if len(l.pfree) == 0 {
+			slab := make([]tcpPending, tcpSlab)
+			for i := range slab {
+				l.pfree = append(l.pfree, &slab[i])
+			}
 		}
+		n := len(l.pfree)
+		p := l.pfree[n-1]
+		l.pfree = l.pfree[:n-1]
 		l.pmu.Unlock()
-		if p == nil {
-			p = &tcpPending{}
-		}
 		isRead := wr.Opcode == verbs.OpRDMARead || atomic
 		parts, holds := it.part[:0], it.hold[:0]
 		if isRead {
