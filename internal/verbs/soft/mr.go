@@ -138,7 +138,8 @@ func (m *mr) dereg() {
 	// running now, which may have checked the region before dead was set, ends
 	// before we go on; later ones see dead.
 	c.progMu.Lock()
-	c.progMu.Unlock() //nolint:staticcheck // an empty critical section: a barrier
+	//lint:ignore SA2001 an empty critical section is the barrier
+	c.progMu.Unlock()
 	quarantine := false
 	deadline := time.Now().Add(deregWait)
 	for i := 0; atomic.LoadInt32(v.i32(off+eInflight)) != 0; i++ {
