@@ -1,0 +1,422 @@
+package soft
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/goportals/goportals/internal/verbs"
+)
+
+// enqueue adds a frame to send and tries to send at once.
+func (l *tcpLink) enqueue(it *outItem) bool {
+	// The stream carries happens-before edges the race detector cannot see: what
+	// this goroutine wrote before the frame, the peer sees after it.
+	raceRelease()
+	l.txMu.Lock()
+	if l.failed.Load() {
+		l.txMu.Unlock()
+		return false
+	}
+	l.out = append(l.out, it)
+	l.txMu.Unlock()
+	l.flushTx()
+	return true
+}
+
+// flushTx writes queued frames until the socket is full; it reports whether
+// frames are still waiting.
+func (l *tcpLink) flushTx() bool {
+	if !l.txMu.TryLock() {
+		return true
+	}
+	defer l.txMu.Unlock()
+	if l.conn == nil || l.failed.Load() {
+		return false
+	}
+	for len(l.out) > 0 {
+		l.iov = l.iov[:0]
+		skip := l.outOff
+		for _, it := range l.out {
+			if len(l.iov) >= 60 {
+				break
+			}
+			for i := -1; i < len(it.parts); i++ {
+				b := it.hdr[:]
+				if i >= 0 {
+					b = it.parts[i]
+				}
+				if skip >= len(b) {
+					skip -= len(b)
+					continue
+				}
+				l.iov = append(l.iov, b[skip:])
+				skip = 0
+			}
+		}
+		n, err := writev(l.fd, l.iov)
+		l.nWrites.Add(1)
+		if err == syscall.EAGAIN {
+			if !l.txWait.Swap(true) && l.viaPoller {
+				l.q.ctx.wakePoller() // it waits for room in the socket
+			}
+			return true
+		}
+		if err != nil {
+			go l.broken(err)
+			return false
+		}
+		// Retire fully written frames.
+		n += l.outOff
+		l.outOff = 0
+		k := 0
+		for ; k < len(l.out); k++ {
+			size := frameLen
+			for _, p := range l.out[k].parts {
+				size += len(p)
+			}
+			if n < size {
+				l.outOff = n
+				break
+			}
+			n -= size
+			it := l.out[k]
+			for _, h := range it.holds {
+				release(h)
+			}
+			if it.pool && len(l.free) < 256 {
+				clear(it.part[:])
+				clear(it.hold[:])
+				it.parts, it.holds, it.fence, it.read = nil, nil, false, false
+				l.free = append(l.free, it)
+			}
+		}
+		clear(l.out[:k])
+		l.out = append(l.out[:0], l.out[k:]...)
+	}
+	if l.txWait.Load() {
+		l.txWait.Store(false)
+	}
+	if l.ackDue.Load() != 0 {
+		l.ackDue.Store(0)
+		l.q.ctx.tcp.acks.Add(-1)
+	}
+	return false
+}
+
+// tcpAnswerDelay is how long the ACK of a SEND or WRITE waits for a frame to
+// ride with (a variable for the tests).
+var tcpAnswerDelay = 0 * time.Microsecond
+
+// answer queues a response frame with no payload. An ACK is not written at once
+// where the poller serves the link: it rides with the next frame the link sends
+// (the reply the application posts to the SEND it answers), or goes alone after
+// tcpAnswerDelay. Other answers (NAKs, atomics' old values) are written at once.
+func (l *tcpLink) answer(kind uint8, tok uint64, st verbs.Status, old uint64) {
+	it := l.item()
+	f := frame{kind: kind, token: tok, status: uint8(st), a: old}
+	f.put(it.hdr[:])
+	if kind != frAck || !l.viaPoller {
+		l.enqueue(it)
+		return
+	}
+	raceRelease()
+	l.txMu.Lock()
+	if l.failed.Load() {
+		l.txMu.Unlock()
+		return
+	}
+	l.out = append(l.out, it)
+	first := l.ackDue.Load() == 0
+	if first {
+		l.ackDue.Store(tcpClock() + int64(tcpAnswerDelay))
+		l.q.ctx.tcp.acks.Add(1)
+	}
+	l.txMu.Unlock()
+	if first {
+		l.q.ctx.ackQueued()
+	}
+}
+
+// tcpEpoch is the origin of tcpClock.
+var tcpEpoch = time.Now()
+
+// tcpClock returns monotonic nanoseconds since tcpEpoch.
+func tcpClock() int64 { return int64(time.Since(tcpEpoch)) }
+
+// item returns a reusable frame item (an answer, or a READ's data).
+func (l *tcpLink) item() *outItem {
+	l.txMu.Lock()
+	var it *outItem
+	if len(l.free) == 0 {
+		// A burst (a window of requests, each answered) empties the list:
+		// refill it with a slab, one allocation per tcpSlab items, not one each.
+		slab := make([]outItem, tcpSlab)
+		for i := range slab {
+			slab[i].pool = true
+			l.free = append(l.free, &slab[i])
+		}
+	}
+	n := len(l.free)
+	it = l.free[n-1]
+	l.free = l.free[:n-1]
+	l.txMu.Unlock()
+	return it
+}
+
+// tcpSlab is how many frame items or pending records a link allocates at once
+// when its free list runs dry.
+const tcpSlab = 32
+
+// postSend checks and queues send work requests (q.mu held).
+func (l *tcpLink) postSend(wrs []verbs.SendWR) error {
+	q := l.q
+	for i := range wrs {
+		wr := &wrs[i]
+		if q.State() != verbs.QPReady || l.failed.Load() {
+			// The first request after the peer vanished learns it (as a reliable
+			// connection's retries would); later ones are flushed.
+			st := verbs.StatusWorkRequestFlushed
+			if l.failed.Load() && l.dead.CompareAndSwap(false, true) {
+				st = verbs.StatusRetryExceeded
+			}
+			q.scq.push(verbs.WorkCompletion{ID: wr.ID, Status: st, Opcode: verbs.OpcodeOf(wr.Opcode), QPNum: q.num})
+			continue
+		}
+		if len(wr.SG) > q.maxSGE || wr.Opcode > verbs.OpAtomicCmpSwap {
+			return verbs.Errorf(postOp("post_send", i), verbs.ErrInvalidArgument, nil)
+		}
+		l.pmu.Lock()
+		full := len(l.pending) >= len(q.sq)
+		l.pmu.Unlock()
+		if full {
+			return errSendQueueFull
+		}
+		total := verbs.TotalLength(wr.SG)
+		if total > maxFrame {
+			return verbs.Errorf(postOp("post_send", i), verbs.ErrInvalidArgument, fmt.Errorf("%d bytes", total))
+		}
+		atomic := wr.Opcode == verbs.OpAtomicFetchAdd || wr.Opcode == verbs.OpAtomicCmpSwap
+		if atomic && total != 8 {
+			return verbs.Errorf(postOp("post_send", i), verbs.ErrInvalidArgument, fmt.Errorf("atomics move 8 bytes"))
+		}
+		if wr.Flags&verbs.SendInline != 0 && total > uint64(attr.MaxInline) {
+			return verbs.Errorf(postOp("post_send", i), verbs.ErrInvalidArgument,
+				fmt.Errorf("inline send of %d bytes above %d", total, attr.MaxInline))
+		}
+		// Resolve the local memory now: a bad SGE fails this request alone.
+		need := verbs.Access(0)
+		if wr.Opcode == verbs.OpRDMARead || atomic {
+			need = verbs.AccessLocalWrite
+		}
+		// The request's frame, and its pending record: from the link's free
+		// lists, with room for four parts and holds (no allocation per request
+		// up to that).
+		it := l.item()
+		l.pmu.Lock()
+		if len(l.pfree) == 0 {
+			slab := make([]tcpPending, tcpSlab)
+			for i := range slab {
+				l.pfree = append(l.pfree, &slab[i])
+			}
+		}
+		n := len(l.pfree)
+		p := l.pfree[n-1]
+		l.pfree = l.pfree[:n-1]
+		l.pmu.Unlock()
+		isRead := wr.Opcode == verbs.OpRDMARead || atomic
+		parts, holds := it.part[:0], it.hold[:0]
+		if isRead {
+			parts, holds = p.part[:0], p.hold[:0]
+		}
+		ok := true
+		if wr.Flags&verbs.SendInline != 0 && !isRead {
+			buf := it.inl[:0]
+			for _, s := range wr.SG {
+				if s.Length > 0 {
+					buf = append(buf, unsafe.Slice((*byte)(addrPtr(s.Addr)), s.Length)...)
+				}
+			}
+			it.inl = buf
+			parts = append(parts, buf)
+		} else {
+			for _, s := range wr.SG {
+				b, h, good := q.ctx.local(s.LKey, s.Addr, uint64(s.Length), need, q.pd.id)
+				if !good {
+					ok = false
+					break
+				}
+				holds = append(holds, h)
+				if len(b) > 0 { // an empty element holds no bytes (nil would discard)
+					parts = append(parts, b)
+				}
+			}
+		}
+		if !ok {
+			for _, h := range holds {
+				release(h)
+			}
+			q.state.Store(uint32(verbs.QPError))
+			q.scq.push(verbs.WorkCompletion{ID: wr.ID, Status: verbs.StatusLocalProtectionError,
+				Opcode: verbs.OpcodeOf(wr.Opcode), QPNum: q.num})
+			l.dead.Store(true)
+			// broken takes the queue pair's lock, which the caller holds.
+			go l.broken(errors.New("local protection error"))
+			return nil
+		}
+		l.pmu.Lock()
+		l.next++
+		tok := l.next
+		p.wr, p.signal = *wr, wr.Flags&verbs.SendSignaled != 0
+		p.wr.SG = nil
+		l.pending[tok] = p
+		l.order = append(l.order, tok)
+		l.pmu.Unlock()
+		f := frame{token: tok, raddr: wr.RemoteAddr, rkey: wr.RKey, n: uint32(total), imm: wr.Imm}
+		switch wr.Opcode {
+		case verbs.OpSend, verbs.OpSendWithImm:
+			f.kind = frSend
+			it.parts, it.holds = parts, holds
+		case verbs.OpRDMAWrite, verbs.OpRDMAWriteWithImm:
+			f.kind = frWrite
+			it.parts, it.holds = parts, holds
+		case verbs.OpRDMARead:
+			f.kind = frRead
+			p.local, p.holds = parts, holds
+		case verbs.OpAtomicFetchAdd:
+			f.kind, f.a = frFetchAdd, wr.CompareAdd
+			p.local, p.holds = parts, holds
+		case verbs.OpAtomicCmpSwap:
+			f.kind, f.a, f.b = frCmpSwap, wr.CompareAdd, wr.Swap
+			p.local, p.holds = parts, holds
+		}
+		if wr.Opcode == verbs.OpSendWithImm || wr.Opcode == verbs.OpRDMAWriteWithImm {
+			f.flags |= ffImm
+		}
+		f.put(it.hdr[:])
+		l.pmu.Lock()
+		if isRead {
+			l.reads++
+		}
+		// A fenced request waits for the READs and atomics before it.
+		hold := len(l.held) > 0 || (wr.Flags&verbs.SendFence != 0 && l.reads-b2i(isRead) > 0)
+		if hold {
+			it.fence = wr.Flags&verbs.SendFence != 0
+			it.read = isRead
+			l.held = append(l.held, it)
+			l.pmu.Unlock()
+			continue
+		}
+		l.pmu.Unlock()
+		if !l.enqueue(it) {
+			for _, h := range it.holds {
+				release(h)
+			}
+		}
+	}
+	return nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// unfence sends the frames a fence held once no READ or atomic before them is
+// outstanding (pmu held).
+func (l *tcpLink) unfence() []*outItem {
+	var ready []*outItem
+	i := 0
+	for ; i < len(l.held); i++ {
+		it := l.held[i]
+		if it.fence && l.reads-countReads(l.held[i:]) > 0 {
+			break
+		}
+		ready = append(ready, it)
+	}
+	l.held = append(l.held[:0], l.held[i:]...)
+	return ready
+}
+
+// countReads counts the READs and atomics among frames not yet sent.
+func countReads(its []*outItem) int {
+	n := 0
+	for _, it := range its {
+		if it.read {
+			n++
+		}
+	}
+	return n
+}
+
+// complete finishes the request tok with st.
+func (l *tcpLink) complete(tok uint64, st verbs.Status, byteLen uint32) bool {
+	l.pmu.Lock()
+	p := l.pending[tok]
+	if p == nil {
+		l.pmu.Unlock()
+		return false
+	}
+	delete(l.pending, tok)
+	var ready []*outItem
+	if op := p.wr.Opcode; op == verbs.OpRDMARead || op == verbs.OpAtomicFetchAdd || op == verbs.OpAtomicCmpSwap {
+		l.reads--
+		if len(l.held) > 0 {
+			ready = l.unfence()
+		}
+	}
+	if len(l.order) > 0 && l.order[0] == tok {
+		// Shift rather than reslice: the array keeps its room (no allocation
+		// per request).
+		l.order = l.order[:copy(l.order, l.order[1:])]
+	} else {
+		for i, t := range l.order {
+			if t == tok {
+				l.order = append(l.order[:i], l.order[i+1:]...)
+				break
+			}
+		}
+	}
+	l.pmu.Unlock()
+	for _, h := range p.holds {
+		release(h)
+	}
+	if st != verbs.StatusSuccess {
+		l.q.mu.Lock()
+		if l.q.State() == verbs.QPReady {
+			l.q.state.Store(uint32(verbs.QPError))
+		}
+		l.q.mu.Unlock()
+	}
+	if p.signal || st != verbs.StatusSuccess {
+		l.q.scq.push(verbs.WorkCompletion{ID: p.wr.ID, Status: st, Opcode: verbs.OpcodeOf(p.wr.Opcode),
+			ByteLen: byteLen, QPNum: l.q.num})
+	}
+	// The record goes back to the free list (its parts no longer needed: a
+	// READ's data and an atomic's value have landed).
+	clear(p.part[:])
+	clear(p.hold[:])
+	p.local, p.holds, p.wr = nil, nil, verbs.SendWR{}
+	l.pmu.Lock()
+	if len(l.pfree) < 256 {
+		l.pfree = append(l.pfree, p)
+	}
+	l.pmu.Unlock()
+	if st != verbs.StatusSuccess {
+		l.dead.Store(true) // the error completion told the loss; later requests flush
+		go l.broken(fmt.Errorf("peer answered %v", st))
+		return true
+	}
+	for _, it := range ready {
+		if !l.enqueue(it) {
+			for _, h := range it.holds {
+				release(h)
+			}
+		}
+	}
+	return true
+}
