@@ -74,26 +74,7 @@ func helloFrom(t *testing.T, c *Context, local net.Addr, qpn uint32, nonce uint6
 func TestTCPJobKey(t *testing.T) {
 	SetJobKey([]byte("the-job-key"))
 	defer SetJobKey(nil)
-	c, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	pd, err := c.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cq, err := c.CreateCQ(16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := pd.CreateQP(verbs.QPAttr{SendCQ: cq, RecvCQ: cq})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.tcp.ln == nil {
-		t.Skip("no TCP listener on this machine")
-	}
+	c, _, _, q := listeningQP(t)
 	if got := rawHello(t, c, q.Num(), c.nonce, []byte("another-key")); got != helloKey {
 		t.Fatalf("wrong key: answer %d, want refusal %d", got, helloKey)
 	}
@@ -141,11 +122,28 @@ func TestTCPJobKeyFollowsJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	c, _, _, q := listeningQP(t)
+	if got := rawHello(t, c, q.Num(), c.nonce, nil); got != helloKey {
+		t.Fatalf("no key: answer %d, want refusal %d", got, helloKey)
+	}
+	if got := rawHello(t, c, q.Num(), c.nonce, []byte("another-job")); got != helloKey {
+		t.Fatalf("another key: answer %d, want refusal %d", got, helloKey)
+	}
+	if got := rawHello(t, c, q.Num(), c.nonce, []byte(srv.JobKey())); got != helloOK {
+		t.Fatalf("the job's key: answer %d, want %d", got, helloOK)
+	}
+}
+
+// listeningQP opens a context with a queue pair on a 16-entry completion queue
+// and its TCP listener started; the test is skipped where no listener can be
+// had. The context closes when the test ends.
+func listeningQP(t *testing.T) (*Context, verbs.PD, verbs.CQ, verbs.QP) {
+	t.Helper()
 	c, err := Open()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	pd, err := c.AllocPD()
 	if err != nil {
 		t.Fatal(err)
@@ -158,16 +156,9 @@ func TestTCPJobKeyFollowsJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.listen()
 	if c.tcp.ln == nil {
 		t.Skip("no TCP listener on this machine")
 	}
-	if got := rawHello(t, c, q.Num(), c.nonce, nil); got != helloKey {
-		t.Fatalf("no key: answer %d, want refusal %d", got, helloKey)
-	}
-	if got := rawHello(t, c, q.Num(), c.nonce, []byte("another-job")); got != helloKey {
-		t.Fatalf("another key: answer %d, want refusal %d", got, helloKey)
-	}
-	if got := rawHello(t, c, q.Num(), c.nonce, []byte(srv.JobKey())); got != helloOK {
-		t.Fatalf("the job's key: answer %d, want %d", got, helloOK)
-	}
+	return c, pd, cq, q
 }

@@ -86,27 +86,7 @@ func TestTCPPeerNeverDials(t *testing.T) {
 	tcpConnectTimeout = 200 * time.Millisecond
 	SetJobKey([]byte("never-dials"))
 	defer SetJobKey(nil)
-	c, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	pd, err := c.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cq, err := c.CreateCQ(16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := pd.CreateQP(verbs.QPAttr{SendCQ: cq, RecvCQ: cq})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.listen()
-	if c.tcp.ln == nil {
-		t.Skip("no TCP listener on this machine")
-	}
+	c, pd, cq, q := listeningQP(t)
 	a, ok := decodeAddress(q.Address())
 	if !ok {
 		t.Fatal("cannot decode the queue pair's own address")
@@ -207,27 +187,7 @@ func TestTCPUnconnectedQueuePairDropsItsStream(t *testing.T) {
 	tcpConnectTimeout = 200 * time.Millisecond
 	SetJobKey([]byte("parked"))
 	defer SetJobKey(nil)
-	c, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	pd, err := c.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cq, err := c.CreateCQ(16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := pd.CreateQP(verbs.QPAttr{SendCQ: cq, RecvCQ: cq})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.listen()
-	if c.tcp.ln == nil {
-		t.Skip("no TCP listener on this machine")
-	}
+	c, _, _, q := listeningQP(t)
 	conn, ans := helloFrom(t, c, nil, q.Num(), c.nonce, 3, 99, []byte("parked"))
 	defer conn.Close()
 	if ans != helloOK {

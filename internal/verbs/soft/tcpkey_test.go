@@ -32,27 +32,8 @@ func TestTCPWithoutJobKeyIsNodeLocal(t *testing.T) {
 	if k, known := bootstrap.JobKey(); !known || len(k) != 0 {
 		t.Skip("this process joined a job (it has a key)")
 	}
-	c, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	pd, err := c.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cq, err := c.CreateCQ(16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := pd.CreateQP(verbs.QPAttr{SendCQ: cq, RecvCQ: cq})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.listen()
-	if c.tcp.ln == nil {
-		t.Skip("no TCP listener on this machine")
-	}
+	c, _, _, q := listeningQP(t)
+	var err error
 	if ip := net.IP(c.tcp.ip[:]); !ip.IsLoopback() {
 		t.Fatalf("without a job key the listener is on %v, want loopback", ip)
 	}
