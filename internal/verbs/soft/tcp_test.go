@@ -75,6 +75,7 @@ func TestTCPJobKey(t *testing.T) {
 	SetJobKey([]byte("the-job-key"))
 	defer SetJobKey(nil)
 	c, _, _, q := listeningQP(t)
+	defer c.Close()
 	if got := rawHello(t, c, q.Num(), c.nonce, []byte("another-key")); got != helloKey {
 		t.Fatalf("wrong key: answer %d, want refusal %d", got, helloKey)
 	}
@@ -123,6 +124,7 @@ func TestTCPJobKeyFollowsJob(t *testing.T) {
 	}
 	defer b.Close()
 	c, _, _, q := listeningQP(t)
+	defer c.Close()
 	if got := rawHello(t, c, q.Num(), c.nonce, nil); got != helloKey {
 		t.Fatalf("no key: answer %d, want refusal %d", got, helloKey)
 	}
@@ -136,29 +138,41 @@ func TestTCPJobKeyFollowsJob(t *testing.T) {
 
 // listeningQP opens a context with a queue pair on a 16-entry completion queue
 // and its TCP listener started; the test is skipped where no listener can be
-// had. The context closes when the test ends.
+// had. The caller closes the context (with its own defers, in their order).
 func listeningQP(t *testing.T) (*Context, verbs.PD, verbs.CQ, verbs.QP) {
 	t.Helper()
 	c, err := Open()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
 	pd, err := c.AllocPD()
 	if err != nil {
+		c.Close()
 		t.Fatal(err)
 	}
 	cq, err := c.CreateCQ(16)
 	if err != nil {
+		c.Close()
 		t.Fatal(err)
 	}
 	q, err := pd.CreateQP(verbs.QPAttr{SendCQ: cq, RecvCQ: cq})
 	if err != nil {
+		c.Close()
 		t.Fatal(err)
 	}
 	c.listen()
 	if c.tcp.ln == nil {
+		c.Close()
 		t.Skip("no TCP listener on this machine")
 	}
 	return c, pd, cq, q
+}
+
+// setForTest sets a tunable for the test and restores it in a cleanup: one
+// registered before the test's contexts and pairs, so it runs after they are
+// closed (a deferred restore raced their progress goroutines, which read it).
+func setForTest(t *testing.T, p *time.Duration, v time.Duration) {
+	old := *p
+	*p = v
+	t.Cleanup(func() { *p = old })
 }

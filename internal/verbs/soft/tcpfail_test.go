@@ -82,11 +82,11 @@ func TestTCPPeerVanishesMidTransfer(t *testing.T) {
 // but it never does. After the connect deadline the link fails and the WRITE
 // posted meanwhile completes with an error.
 func TestTCPPeerNeverDials(t *testing.T) {
-	defer func(d time.Duration) { tcpConnectTimeout = d }(tcpConnectTimeout)
-	tcpConnectTimeout = 200 * time.Millisecond
+	setForTest(t, &tcpConnectTimeout, 200*time.Millisecond)
 	SetJobKey([]byte("never-dials"))
 	defer SetJobKey(nil)
 	c, pd, cq, q := listeningQP(t)
+	defer c.Close()
 	a, ok := decodeAddress(q.Address())
 	if !ok {
 		t.Fatal("cannot decode the queue pair's own address")
@@ -183,11 +183,11 @@ func TestZeroLengthSGETCP(t *testing.T) {
 // that never connects is parked, then closed at the connect deadline, so the
 // dialer's work fails instead of waiting for answers.
 func TestTCPUnconnectedQueuePairDropsItsStream(t *testing.T) {
-	defer func(d time.Duration) { tcpConnectTimeout = d }(tcpConnectTimeout)
-	tcpConnectTimeout = 200 * time.Millisecond
+	setForTest(t, &tcpConnectTimeout, 200*time.Millisecond)
 	SetJobKey([]byte("parked"))
 	defer SetJobKey(nil)
 	c, _, _, q := listeningQP(t)
+	defer c.Close()
 	conn, ans := helloFrom(t, c, nil, q.Num(), c.nonce, 3, 99, []byte("parked"))
 	defer conn.Close()
 	if ans != helloOK {

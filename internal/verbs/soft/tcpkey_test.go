@@ -33,6 +33,7 @@ func TestTCPWithoutJobKeyIsNodeLocal(t *testing.T) {
 		t.Skip("this process joined a job (it has a key)")
 	}
 	c, _, _, q := listeningQP(t)
+	defer c.Close()
 	var err error
 	if ip := net.IP(c.tcp.ip[:]); !ip.IsLoopback() {
 		t.Fatalf("without a job key the listener is on %v, want loopback", ip)

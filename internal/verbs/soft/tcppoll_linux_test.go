@@ -124,8 +124,7 @@ func TestTCPOnePollerPerContext(t *testing.T) {
 // the link sends, so in a ping-pong each message goes out with the answer to
 // the previous one in a single write.
 func TestTCPAnswersRideTheNextWrite(t *testing.T) {
-	defer func(d time.Duration) { tcpAnswerDelay = d }(tcpAnswerDelay)
-	tcpAnswerDelay = time.Minute // every answer waits for a request to ride with
+	setForTest(t, &tcpAnswerDelay, time.Minute) // every answer waits for a request to ride with
 	const rounds = 300
 	t.Setenv(EnvPath, "tcp")
 	la, lb := tcpPingPong(t, verbstest.NewPair(t, softEnv), rounds)
@@ -140,8 +139,7 @@ func TestTCPAnswersRideTheNextWrite(t *testing.T) {
 // not read the empty socket at every round: after a read that found nothing,
 // the rounds leave the socket alone for tcpPollGap.
 func TestTCPPollPacesEmptyReads(t *testing.T) {
-	defer func(d time.Duration) { tcpPollGap = d }(tcpPollGap)
-	tcpPollGap = time.Hour // the first empty read is the only one
+	setForTest(t, &tcpPollGap, time.Hour) // the first empty read is the only one
 	t.Setenv(EnvPath, "tcp")
 	p := verbstest.NewPair(t, softEnv)
 	l := p.A.QP.(*qp).link
