@@ -36,7 +36,7 @@
 // where a transfer touches it, under fault protection: an unmapped address fails
 // that operation (md.ErrFault, or NI_SEGV in its events), never the process.
 //
-// Direct access (direct.go, docs/direct.md): on a non-matching NI, an operation
+// Direct access (direct*.go, docs/direct.md): on a non-matching NI, an operation
 // into a persistent list entry over md.Alloc memory of a process on the node, which
 // would post no event there, is carried out by the initiator in the target's mapped
 // memory, with the events and counts the target's answer would have caused.

@@ -365,7 +365,7 @@ func (ni *NI) deliver(t *pt, ev *me.Event, fail eq.NIFail, hint *entry) {
 		if e != nil && ev.List == me.ListPriority {
 			// An overflow entry stays until AUTO_FREE: unexpected headers refer to its data.
 			delete(t.entries, ev.Handle)
-			ni.directUnlinked(t) // the entry behind it may take direct access (direct.go)
+			ni.directUnlinked(t) // the entry behind it may take direct access (direct_window.go)
 		}
 	}
 }

@@ -208,7 +208,7 @@ func (ni *NI) start(name string, o *initOp, target ProcessID, operand []byte) er
 	}
 	if ni.direct != nil && !pr.broken.Load() && ni.directTry(o, pr, operand) {
 		err := ni.directFault(name)
-		ni.mu.Unlock() // done by direct access (direct.go)
+		ni.mu.Unlock() // done by direct access (direct_init.go)
 		return err
 	}
 	ni.nextOp++
@@ -265,7 +265,7 @@ func (ni *NI) issueOrFail(name string, o *initOp, operand []byte) error {
 		ni.mu.Lock()
 		defer ni.mu.Unlock()
 		// issue fails only before the request was posted: the target never sees
-		// it (write-after-write order for direct access, direct.go).
+		// it (write-after-write order for direct access, direct_init.go).
 		ni.directUnsent(o.pr)
 		if errors.Is(err, errPeerFailed) {
 			ni.failOp(o)

@@ -196,7 +196,7 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 }
 
 // answerHandled answers a request handleRequest is done with: it counts the request
-// as seen first (write-after-write order for direct access, direct.go), so that an
+// as seen first (write-after-write order for direct access, direct_init.go), so that an
 // initiator that has the answer may go direct at once.
 func (ni *NI) answerHandled(pr *peer, h *header, fail eq.NIFail, mlength, off uint64, list uint8, data []byte, withAck ...bool) {
 	ni.directSeen(pr)
