@@ -47,7 +47,7 @@
 // never nap, and Test and its variants run a progress round on each call. A
 // wait that another goroutine's Close overtakes returns ErrClosed. Symmetric globals
 // (NewGlobal) stand in for OpenSHMEM's symmetric data segment. All use of
-// package portals and of the job runtime is in transport.go.
+// package portals and of the job runtime is in transport.go and domain.go.
 //
 // # Not implemented
 //
@@ -56,6 +56,6 @@
 // forms of the older API; context options are accepted and recorded but every
 // context is safe for concurrent use.
 //
-// This package imports portals and job (in transport.go
+// This package imports portals and job (in transport.go and domain.go
 // only); nothing in the module below it imports shmem.
 package shmem
