@@ -7,9 +7,8 @@ import (
 
 // transport is what the library needs from the network: the job (rank, size, a
 // barrier for startup and shutdown), the local symmetric heap, the target
-// counter of the heap, and domains (the resources of one context). transport.go
-// and domain.go
-// implement it over package portals.
+// counter of the heap, and domains (the resources of one context).
+// transport.go and domain.go implement it over package portals.
 type transport interface {
 	rank() int
 	size() int
