@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // TestWaitsYieldRarely: CT.Wait, CTPoll, EQ.Wait and EQPoll drive progress in a
@@ -60,5 +61,28 @@ func TestWaitsYieldRarely(t *testing.T) {
 		if y > n/every+1 {
 			t.Errorf("%s yielded %d times in %d rounds, want at most one per %d rounds", w.name, y, n, every)
 		}
+	}
+}
+
+// TestProgressGoroutineYieldsRarely: the NI's progress goroutine, spinning before
+// it sleeps, yields the processor at most once per 1024 idle rounds, for the
+// reason TestWaitsYieldRarely gives.
+func TestProgressGoroutineYieldsRarely(t *testing.T) {
+	const every = 1024
+	idle, yields := progressIdle.Load(), progressYields.Load()
+	nis := newNIs(t, 2, NIMatching|NIPhysical)
+	// Each NI's goroutine spins progressSpin rounds after it starts (and after
+	// every completion) before it sleeps.
+	waitFor(t, 20*time.Second, "the progress goroutines' idle spin", func() bool {
+		return progressIdle.Load()-idle >= 2*(progressSpin-1)
+	})
+	for _, ni := range nis {
+		if err := ni.Fini(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, y := progressIdle.Load()-idle, progressYields.Load()-yields
+	if y > n/every+uint64(len(nis)) {
+		t.Errorf("the progress goroutines yielded %d times in %d idle rounds, want at most one per %d rounds", y, n, every)
 	}
 }
