@@ -101,7 +101,7 @@ type Counter struct {
 	firing  bool   // a goroutine is running this counter's ready triggers
 	seq     uint64 // registrations so far: the tie-break of equal thresholds
 	trig    trigHeap
-	waiters waiterSet
+	waiters counterWaiters
 }
 
 // NewCounter allocates a counting event with success and failure zero.
@@ -172,7 +172,7 @@ func (c *Counter) Notice() {
 		c.mu.Unlock()
 		return
 	}
-	c.waiters.wakeAll()
+	c.waiters.wakeReached(c.value())
 	c.runTriggersLocked()
 }
 
@@ -189,9 +189,10 @@ func (c *Counter) attendLocked() {
 	}
 }
 
-// addWaiterLocked registers w; the caller checks the value after it (see Cell).
-func (c *Counter) addWaiterLocked(w *waiter) {
-	c.waiters.add(w)
+// addWaiterLocked registers w, waiting for test (see reached); the caller checks
+// the value after it (see Cell). Changes wake w only once they meet test.
+func (c *Counter) addWaiterLocked(w *waiter, test uint64) {
+	c.waiters.add(w, test)
 	c.attendLocked()
 }
 
@@ -216,7 +217,7 @@ func (c *Counter) Set(v CTEvent) error {
 	cell.success.Store(v.Success)
 	cell.failure.Store(v.Failure)
 	c.setSeq.Add(1)
-	c.waiters.wakeAll()
+	c.waiters.wakeReached(c.value())
 	c.runTriggersLocked()
 	return nil
 }
@@ -252,7 +253,7 @@ func (c *Counter) Inc(d CTEvent) error {
 		c.mu.Unlock()
 		return nil // freed meanwhile: nobody left to wake
 	}
-	c.waiters.wakeAll()
+	c.waiters.wakeReached(c.value())
 	c.runTriggersLocked()
 	return nil
 }

@@ -123,7 +123,7 @@ func pollCounters(ctx context.Context, cs []*Counter, tests []uint64) (CTEvent, 
 			}
 			// Registered before the value is read: an outside add (Cell.Add) that
 			// this read misses sees the attention word and is noticed.
-			c.addWaiterLocked(w)
+			c.addWaiterLocked(w, tests[i])
 			if v := c.value(); reached(v, tests[i]) {
 				c.removeWaiterLocked(w)
 				c.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/goportals/goportals/eq"
@@ -113,6 +114,30 @@ var errEQGetEmpty = &OpError{Op: "PtlEQGet", Errno: EQEmpty}
 // blocks (and leaves progress to the NI's goroutine).
 const waitSpin = 20000
 
+// waitYieldEvery is how many rounds of a waiting caller's spin go between two
+// yields of its processor (waitYield). A yield while another processor is idle
+// makes the scheduler wake an OS thread to look for work; on a small host that
+// thread preempts the one spinning or copying on the other core (most of the
+// context switches of a two-process put ping-pong were these wakes), so the spin
+// yields rarely.
+const waitYieldEvery = 1024
+
+// waitYield lets other goroutines have the processor during a waiting caller's
+// spin (a progress round preempted on it, with GOMAXPROCS=1, finishes), once per
+// waitYieldEvery rounds. Called every 64 rounds (round&63 == 63).
+func waitYield(round int) {
+	if round%waitYieldEvery != waitYieldEvery-1 {
+		return
+	}
+	if countAppPolls {
+		waitYields.Add(1)
+	}
+	runtime.Gosched()
+}
+
+// waitYields counts waitYield's yields for the package's tests (countAppPolls).
+var waitYields atomic.Uint64
+
 // Wait blocks for the next event (PtlEQWait). It first drives the NI's progress
 // itself for a while, then sleeps.
 func (e *EQ) Wait(ctx context.Context) (Event, error) {
@@ -128,7 +153,7 @@ func (e *EQ) Wait(ctx context.Context) (Event, error) {
 			if ctx.Err() != nil {
 				break
 			}
-			runtime.Gosched() // let a preempted progress goroutine finish its round
+			waitYield(i)
 		}
 		if e.ni.dead.Load() {
 			break // the queue dies with the NI: wait for that
@@ -175,7 +200,7 @@ func EQPoll(ctx context.Context, eqs []*EQ) (Event, int, error) {
 			if ctx.Err() != nil {
 				break
 			}
-			runtime.Gosched()
+			waitYield(round)
 		}
 		if !progressNIs(eqNIs(eqs)) || (round > 0 && ctx.Err() != nil) {
 			break
@@ -321,7 +346,7 @@ func (c *CT) Wait(ctx context.Context, test uint64) (CTEvent, error) {
 			if ctx.Err() != nil {
 				break
 			}
-			runtime.Gosched()
+			waitYield(i)
 		}
 		if c.ni.dead.Load() {
 			break // the counter dies with the NI: wait for that
@@ -390,7 +415,7 @@ func CTPoll(ctx context.Context, cts []*CT, tests []uint64) (CTEvent, int, error
 			if ctx.Err() != nil {
 				break
 			}
-			runtime.Gosched()
+			waitYield(round)
 		}
 		if !progressNIs(ctNIs(cts)) || (round > 0 && ctx.Err() != nil) {
 			break

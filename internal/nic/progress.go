@@ -81,7 +81,15 @@ func (ni *NI) run() {
 		}
 		if idle++; idle < progressSpin || ni.queued.Load() > 0 {
 			// (queued sends wait for room that frees without a completion: keep polling)
-			if idle&63 == 0 {
+			if countAppPolls {
+				progressIdle.Add(1)
+			}
+			if idle%waitYieldEvery == 0 {
+				// Rarely, as the waits' spins (waitYield): a yield with a
+				// processor idle wakes an OS thread.
+				if countAppPolls {
+					progressYields.Add(1)
+				}
 				runtime.Gosched()
 			} else {
 				spin.Pause()
@@ -94,6 +102,10 @@ func (ni *NI) run() {
 		}
 	}
 }
+
+// progressIdle and progressYields count the progress goroutines' idle spin rounds
+// and their yields, for the package's tests (countAppPolls).
+var progressIdle, progressYields atomic.Uint64
 
 // kick ends the progress goroutine's nap: a waiting caller is about to block.
 func (ni *NI) kick() {
