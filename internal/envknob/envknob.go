@@ -22,6 +22,8 @@ const (
 	// Direct turns the engine's direct access to library memory on or off
 	// (internal/nic).
 	Direct Name = "PTL_DIRECT"
+	// LongPut says who moves a long put's data (internal/nic).
+	LongPut Name = "PTL_LONG_PUT"
 	// ProgressGoroutine turns the NIs' progress goroutines off (internal/nic).
 	ProgressGoroutine Name = "PTL_PROGRESS_GOROUTINE"
 	// CAPIDebug prints every error the C ABI returns (capi/golib).
@@ -93,6 +95,8 @@ var knobs = []Knob{
 		Doc: "the soft provider's path between two processes; auto: shared memory and cross-memory attach inside a node (same kernel and network namespace), TCP between nodes; tcp: TCP always (tests, measurements)"},
 	{Name: Direct, Default: "auto", Values: "auto, off", ReadBy: "internal/nic",
 		Doc: "auto: an initiator stores straight into a list entry over md.Alloc memory of a process on its node (non-matching NI, persistent entry, no event the target must post; docs/direct.md); off: every operation goes through the target"},
+	{Name: LongPut, Default: "push", Values: "push, pull", ReadBy: "internal/nic",
+		Doc: "push: a long put's initiator writes the data (RDMA WRITE) into the range the target matched and names to it; pull: the target reads it (RDMA READ) from the initiator's descriptor. Read by the initiator"},
 	{Name: ProgressGoroutine, Default: "1", Values: "0, 1", ReadBy: "internal/nic",
 		Doc: "0: no progress goroutine per NI; progress happens only inside the calls that wait or poll, which then never sleep (hosts that poll, measurements)"},
 	{Name: CAPIDebug, Default: "0", Values: "0, 1", ReadBy: "capi/golib",

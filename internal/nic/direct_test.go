@@ -181,9 +181,9 @@ func TestTranscriptPerRank(t *testing.T) {
 }
 
 // TestDirectWAWOrder: a put that goes through the target's engine (it truncates,
-// so direct access refuses it) followed at once by a short put to the same bytes
-// that could go direct: the later put's data must win, for a long (tracked) and
-// an eager (fire and forget) first put.
+// so direct access refuses it) followed by a short put to the same bytes that
+// could go direct: the later put's data must win, for a long (tracked) first put
+// once its ACK came, and at once for an eager (fire and forget) one.
 func TestDirectWAWOrder(t *testing.T) {
 	out := runDirectJob(t, "direct-waw", "auto")
 	if !strings.Contains(out, "[1] T waw ok") {
@@ -694,12 +694,21 @@ func directWAW(ctx context.Context) error {
 		if err := Put(bm, 0, 1<<20+4096, AckReqFull, r.peer, 4, 0, 0, 0, 0); err != nil {
 			return err
 		}
-		binary.LittleEndian.PutUint64(small, uint64(i)<<8|0xBB)
+		// A short put while the long one is out (tracked, so not direct) may
+		// land before or after its data: the long put is above the NI's
+		// MaxWAWOrderedSize (an HCA's RDMA READ, or a pushed put's WRITE, is
+		// still moving it). Once its ACK is here its data is in place, and a
+		// later put (direct or not) wins.
+		binary.LittleEndian.PutUint64(small, uint64(i)<<8|0xBA)
 		if err := Put(sm, 0, 8, NoAckReq, r.peer, 4, 0, 0, 0, 0); err != nil {
 			return err
 		}
 		if ev, err := r.q.Wait(ctx); err != nil || ev.Type != eq.EventAck {
 			return fmt.Errorf("long put: %+v %v", ev, err)
+		}
+		binary.LittleEndian.PutUint64(small, uint64(i)<<8|0xBB)
+		if err := Put(sm, 0, 8, NoAckReq, r.peer, 4, 0, 0, 0, 0); err != nil {
+			return err
 		}
 		// Eager: 128 bytes at the entry's last 64 (truncated), fire and forget.
 		if err := Put(bm, 0, 128, NoAckReq, r.peer, 4, 0, 1<<20-64, 0, 0); err != nil {

@@ -94,6 +94,7 @@ type NI struct {
 	wcs       [32]verbs.WorkCompletion
 	recvQ     []verbs.WorkCompletion // receive completions polled and not yet handled (under progMu)
 	longs     atomic.Uint64          // long transfers started by the target (see progressLocked)
+	pushes    atomic.Uint64          // pushed long puts this NI wrote (Pushes)
 	regOnce   sync.Once
 	reg       *mdreg.Registry
 	regErr    error

@@ -30,6 +30,7 @@ type initOp struct {
 	stage    []byte // a long transfer's staging copy (nil: the target uses the descriptor's memory)
 	pr       *peer
 	long     bool
+	pushed   bool // a long put whose data we wrote on the target's msgCTS (guarded by ni.mu)
 	sendDone bool // the SEND event was posted (guarded by ni.mu)
 	tracked  bool // in ni.ops until answered
 }
@@ -362,6 +363,9 @@ func (ni *NI) issue(o *initOp, operand []byte) error {
 	o.pinned, o.long, o.stage = p, true, stage
 	ni.mu.Unlock()
 	h.flags |= hfLong
+	if o.kind == msgPut && pushPuts {
+		h.flags |= hfPush
+	}
 	return o.pr.send(&h, buf)
 }
 

@@ -255,8 +255,9 @@ func (pr *peer) flushQueue() int {
 		if err == errSQFull {
 			break
 		}
-		if err != nil && q.rdma {
-			// The peer is gone: the target operation fails.
+		if err != nil && q.rdma && q.wr.ID&widMask == widTarget {
+			// The peer is gone: the target operation fails. (A pushed put's
+			// write, widSend, fails with the peer: peerFailed.)
 			pr.ni.targetDone(q.wr.ID&^widMask, false)
 		}
 		pr.queue[0] = queued{}

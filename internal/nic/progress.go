@@ -303,6 +303,7 @@ func (ni *NI) peerFailed(pr *peer) {
 			ni.failOp(o)
 		}
 	}
+	ni.failPushTops(pr)
 }
 
 // failOp completes o with NI_UNDELIVERABLE events: the answer will never come.

@@ -122,11 +122,17 @@ func (l *listener) accept() []int {
 	defer l.mu.Unlock()
 	var fds []int
 	for !l.closed {
-		nfd, _, err := unix.Accept4(l.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
-		if err != nil {
+		// accept4 without the peer's address: unix.Accept4 allocates one per
+		// call, also when nothing waits, and this runs every few progress rounds.
+		nfd, _, errno := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(l.fd), 0, 0,
+			unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0, 0)
+		if errno == unix.EINTR {
+			continue
+		}
+		if errno != 0 {
 			break
 		}
-		fds = append(fds, nfd)
+		fds = append(fds, int(nfd))
 	}
 	return fds
 }

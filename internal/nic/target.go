@@ -22,6 +22,8 @@ type targetOp struct {
 	pending int
 	fail    eq.NIFail
 	pinned  *mdreg.Pinned
+	push    bool   // a pushed long put: waits for the initiator's msgFin, not for RDMA completions
+	cts     []byte // a pushed put's msgCTS payload (our segments), sent by postTarget
 }
 
 // testHoldLong, when set by a test, runs on the progress path once a long transfer
@@ -36,6 +38,14 @@ var meOps = [...]me.Op{msgPut: me.OpKindPut, msgGet: me.OpKindGet, msgAtomic: me
 // without ni.mu; data placement and events happen under it, the answer is sent
 // after.
 func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
+	switch h.kind {
+	case msgCTS: // (the halves of a pushed long put are not requests)
+		ni.handleCTS(pr, h, payload)
+		return
+	case msgFin:
+		ni.handleFin(pr, h)
+		return
+	}
 	if testRequestHandled.Load() != nil {
 		// (a load first: testAfterRequest swaps, an atomic write per request)
 		defer testAfterRequest()
@@ -130,7 +140,7 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 	if h.flags&hfLong != 0 && res.MLength > 0 {
 		top, wrs := ni.startLong(pr, h, payload, t, e, res, evs)
 		ni.mu.Unlock()
-		if hook := testHoldLong.Load(); hook != nil && wrs != nil {
+		if hook := testHoldLong.Load(); hook != nil && (wrs != nil || top.cts != nil) {
 			(*hook)()
 		}
 		ni.postTarget(top, wrs)
@@ -262,44 +272,23 @@ func (ni *NI) startLong(pr *peer, h *header, payload []byte, t *pt, e *entry, re
 		return fail(eq.NIUndeliverable)
 	}
 	top.pinned = p
-	local := p.SGEs(nil)
+	if h.kind == msgPut && h.flags&hfPush != 0 && p.NumSegments() <= maxRequestSegs {
+		// Pushed: the initiator writes into our range once it has its segments.
+		segs := p.Remote(nil)
+		top.cts = make([]byte, 16*len(segs))
+		for i, s := range segs {
+			putSeg(top.cts[16*i:], s)
+		}
+		top.push, top.pending = true, 1
+		ni.tops[top.id] = top
+		return top, nil
+	}
 	op := verbs.OpRDMARead
 	if h.kind == msgGet {
 		op = verbs.OpRDMAWrite
 	}
-	// Walk the initiator's segments and our SGEs together, one RDMA request per
-	// remote segment piece (at most 8 SGEs each).
-	remaining := res.MLength
-	li, loff := 0, uint64(0)
-	var wrs []verbs.SendWR
-	for i := 0; i+16 <= len(payload) && remaining > 0; i += 16 {
-		seg := getSeg(payload[i:])
-		n := min(uint64(seg.Len), remaining)
-		remaining -= n
-		var sg []verbs.SGE
-		raddr := seg.Addr
-		for n > 0 && li < len(local) {
-			l := local[li]
-			take := min(uint64(l.Length)-loff, n)
-			sg = append(sg, verbs.SGE{Addr: l.Addr + loff, Length: uint32(take), LKey: l.LKey})
-			n -= take
-			loff += take
-			if loff == uint64(l.Length) {
-				li, loff = li+1, 0
-			}
-			if len(sg) == 16 || n == 0 {
-				var sz uint64
-				for _, s := range sg {
-					sz += uint64(s.Length)
-				}
-				wrs = append(wrs, verbs.SendWR{ID: widTarget | top.id, Opcode: op, Flags: verbs.SendSignaled,
-					SG: sg, RemoteAddr: raddr, RKey: seg.RKey})
-				raddr += sz
-				sg = nil
-			}
-		}
-	}
-	if remaining > 0 || len(wrs) == 0 {
+	wrs, ok := pairSegments(p.SGEs(nil), payload, res.MLength, op, widTarget|top.id, verbs.SendSignaled)
+	if !ok {
 		return fail(eq.NIDropped)
 	}
 	top.pending = len(wrs)
@@ -312,6 +301,25 @@ func (ni *NI) startLong(pr *peer, h *header, payload []byte, t *pt, e *entry, re
 // that already completed. Called without ni.mu: a full send queue makes post run
 // progress.
 func (ni *NI) postTarget(top *targetOp, wrs []verbs.SendWR) {
+	if top.cts != nil {
+		cts := top.cts
+		top.cts = nil
+		h := header{kind: msgCTS, opid: top.h.opid, hdrData: top.id, mlength: top.res.MLength, pt: top.h.pt}
+		if err := top.pr.sendOrQueue(&h, cts); err != nil {
+			ni.mu.Lock()
+			done := ni.tops[top.id] == top
+			if done {
+				top.fail = eq.NIUndeliverable
+				delete(ni.tops, top.id)
+				ni.completeTarget(top)
+			}
+			ni.mu.Unlock()
+			if done {
+				ni.sendAnswer(top)
+			}
+		}
+		return
+	}
 	if wrs == nil {
 		ni.sendAnswer(top)
 		return

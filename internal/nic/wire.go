@@ -8,7 +8,16 @@ var le = binary.LittleEndian
 // payload (eager data, atomic operands, reply data). Larger transfers move by RDMA
 // READ (long put: the target pulls from the initiator's descriptor) or RDMA WRITE
 // (long get: the target pushes into it), so their payload is never copied through
-// an intermediate buffer.
+// an intermediate buffer. A long put may also be pushed: its request carries
+// hfPush, the target matches it, pins the entry's range and answers msgCTS with
+// that range's segments; the initiator RDMA WRITEs its data there and sends
+// msgFin behind the writes on the same queue pair (a reliable connection places
+// them before it delivers the FIN); the target then posts its events and the ACK
+// as after a pull. On a provider whose RDMA is a copy by the CPU, a write by the
+// process that owns the source runs faster than a read by the target (on Linux,
+// process_vm_writev from the data's own process against process_vm_readv from
+// the other one), and the copy runs on the initiator, which waits for its ACK
+// anyway.
 
 const (
 	msgMax   = 1024             // largest message (header + inline payload)
@@ -25,6 +34,8 @@ const (
 	msgSwap
 	msgAck   // answer to a put or atomic (also the "done" of a long put without ack)
 	msgReply // answer to a get, fetch or swap
+	msgCTS   // a long put's target to its initiator: write the data into these segments
+	msgFin   // a long put's initiator to its target: the data written after the CTS is in place
 )
 
 // Header flags.
@@ -32,6 +43,7 @@ const (
 	hfLong    = 1 << iota // the data is in the initiator's region (mdAddr, mdKey), not inline
 	hfNoAck               // an ack message that only reports completion (no ACK event)
 	hfOperand             // a swap operand follows the data in the payload
+	hfPush                // a long put whose initiator can write the data itself (answers msgCTS)
 )
 
 // header is the decoded message header.
@@ -149,7 +161,7 @@ func (h *header) decode(b []byte) bool {
 	if present&pLength == 0 && impliedLength(h.kind, h.flags) {
 		h.length = uint64(h.payload)
 	}
-	return h.kind >= msgPut && h.kind <= msgReply
+	return h.kind >= msgPut && h.kind <= msgFin
 }
 
 // payloadOf returns the inline payload of a message whose header h decoded.

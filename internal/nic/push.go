@@ -1,0 +1,127 @@
+package nic
+
+import (
+	"github.com/goportals/goportals/eq"
+	"github.com/goportals/goportals/internal/envknob"
+	"github.com/goportals/goportals/internal/verbs"
+)
+
+// pushPuts says whether this process offers to push its long puts (hfPush):
+// PTL_LONG_PUT=pull keeps them pulled by the target, read once.
+var pushPuts = envknob.Get(envknob.LongPut) != "pull"
+
+// Pushes returns how many long puts this NI wrote into their targets itself (on
+// the targets' msgCTS), for tests and measurements.
+func (ni *NI) Pushes() uint64 { return ni.pushes.Load() }
+
+// pairSegments builds the RDMA requests that move n bytes between local (our
+// scatter-gather list, in order) and the remote segments encoded in segs (16
+// bytes each, putSeg), one request per remote segment piece with at most 16 of
+// our SGEs. It reports false when either side holds fewer than n bytes or n is 0.
+func pairSegments(local []verbs.SGE, segs []byte, n uint64, op verbs.Opcode, id uint64, flags verbs.SendFlags) ([]verbs.SendWR, bool) {
+	remaining := n
+	li, loff := 0, uint64(0)
+	var wrs []verbs.SendWR
+	for i := 0; i+16 <= len(segs) && remaining > 0; i += 16 {
+		seg := getSeg(segs[i:])
+		k := min(uint64(seg.Len), remaining)
+		remaining -= k
+		var sg []verbs.SGE
+		raddr := seg.Addr
+		for k > 0 && li < len(local) {
+			l := local[li]
+			take := min(uint64(l.Length)-loff, k)
+			sg = append(sg, verbs.SGE{Addr: l.Addr + loff, Length: uint32(take), LKey: l.LKey})
+			k -= take
+			loff += take
+			if loff == uint64(l.Length) {
+				li, loff = li+1, 0
+			}
+			if len(sg) == 16 || k == 0 {
+				var sz uint64
+				for _, s := range sg {
+					sz += uint64(s.Length)
+				}
+				wrs = append(wrs, verbs.SendWR{ID: id, Opcode: op, Flags: flags, SG: sg, RemoteAddr: raddr, RKey: seg.RKey})
+				raddr += sz
+				sg = nil
+			}
+		}
+		if k > 0 {
+			return nil, false // our side ran out
+		}
+	}
+	if remaining > 0 || len(wrs) == 0 {
+		return nil, false
+	}
+	return wrs, true
+}
+
+// handleCTS is the initiator's half of a pushed long put: it writes the first
+// mlength bytes of the operation's data into the target's segments and sends
+// msgFin behind the writes. A CTS that names no pushed put of ours still gets a
+// failed FIN, so the target releases its entry. Called from progress without
+// ni.mu.
+func (ni *NI) handleCTS(pr *peer, h *header, segs []byte) {
+	fin := header{kind: msgFin, hdrData: h.hdrData, pt: h.pt}
+	ni.mu.Lock()
+	o := ni.ops[h.opid]
+	var wrs []verbs.SendWR
+	ok := o != nil && o.pr == pr && o.kind == msgPut && o.long && o.pinned != nil && !o.pushed &&
+		h.mlength > 0 && h.mlength <= o.length
+	if ok {
+		o.pushed = true
+		// An unsignaled write reports only a failure, which fails the peer
+		// (handleWC's widSend), and with it this operation.
+		wrs, ok = pairSegments(o.pinned.SGEs(nil), segs, h.mlength, verbs.OpRDMAWrite, widSend|uint64(pr.idx), 0)
+	}
+	ni.mu.Unlock()
+	if !ok {
+		ni.status[SRMalformed].Add(1)
+		fin.fail = uint8(eq.NIUndeliverable)
+		pr.sendOrQueue(&fin)
+		return
+	}
+	for _, wr := range wrs {
+		if pr.postOrQueue(wr) != nil {
+			return // the peer failed: both sides fail the operation
+		}
+	}
+	// A copy just ran (a provider that copies at post): end the progress round
+	// as after a pulled transfer, so completions go first.
+	ni.longs.Add(1)
+	ni.pushes.Add(1)
+	pr.sendOrQueue(&fin)
+}
+
+// handleFin completes a pushed long put at the target: its data is in place (or
+// the initiator could not write it, fail set), so its events and answer go out as
+// after a pull. Called from progress without ni.mu.
+func (ni *NI) handleFin(pr *peer, h *header) {
+	ni.mu.Lock()
+	top := ni.tops[h.hdrData]
+	if top == nil || top.pr != pr || !top.push {
+		ni.status[SRMalformed].Add(1)
+		ni.mu.Unlock()
+		return
+	}
+	if h.fail != uint8(eq.NIOK) {
+		top.fail = eq.NIUndeliverable
+	}
+	delete(ni.tops, top.id)
+	ni.completeTarget(top)
+	ni.mu.Unlock()
+	ni.sendAnswer(top)
+}
+
+// failPushTops completes, failed, the pushed long puts from pr that wait for its
+// FIN: a failed peer writes nothing more. Called with ni.mu held.
+func (ni *NI) failPushTops(pr *peer) {
+	for id, top := range ni.tops {
+		if top.pr == pr && top.push {
+			top.fail = eq.NIUndeliverable
+			delete(ni.tops, id)
+			ni.completeTarget(top)
+		}
+	}
+}
