@@ -145,12 +145,6 @@ func (r *ring) consumedTo(pos uint64) bool {
 	return r.cachedTail >= pos
 }
 
-// drained reports whether the consumer has consumed everything produced.
-func (r *ring) drained() bool {
-	r.cachedTail = r.consumed()
-	return r.cachedTail == r.head
-}
-
 // push writes one message whose payload is gathered from parts (total bytes n).
 // The caller checked space(n). It returns the position after the message.
 func (r *ring) push(m *msg, parts [][]byte, n int) uint64 {

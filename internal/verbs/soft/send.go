@@ -209,7 +209,12 @@ func (q *qp) issueOne(e *sendEntry) bool {
 			return true
 		}
 		if e.state == esQueued {
-			if !q.drainedOut() {
+			// As a READ (below): after what our earlier WRITEs and atomics left
+			// (write-after-write order), not after earlier SENDs, which place data
+			// only in the peer's receive buffers. On a reliable connection the peer
+			// may see a WRITE's data before it polls a SEND posted ahead of it; it
+			// sees it before any message posted behind it.
+			if !q.appliedOut(q.memPos) {
 				return false
 			}
 			q.cmaDone = true
@@ -288,15 +293,6 @@ func (q *qp) appliedOut(pos uint64) bool {
 	}
 	atomic.StoreUint32(q.out.wantWord(), 1)
 	return q.out.consumedTo(pos)
-}
-
-// drainedOut reports whether the peer consumed everything we sent.
-func (q *qp) drainedOut() bool {
-	if q.out.drained() {
-		return true
-	}
-	atomic.StoreUint32(q.out.wantWord(), 1)
-	return q.out.drained()
 }
 
 // cmaTransfer runs an RDMA WRITE (write) or READ of e by cross-memory attach, after
