@@ -71,9 +71,11 @@ func (ni *NI) handleCTS(pr *peer, h *header, segs []byte) {
 		h.mlength > 0 && h.mlength <= o.length
 	if ok {
 		o.pushed = true
-		// An unsignaled write reports only a failure, which fails the peer
-		// (handleWC's widSend), and with it this operation.
-		wrs, ok = pairSegments(o.pinned.SGEs(nil), segs, h.mlength, verbs.OpRDMAWrite, widSend|uint64(pr.idx), 0)
+		// Signaled, as the engine's SENDs now and then, so that a provider that
+		// frees send queue entries only at a completion (an HCA) gets them back; a
+		// failure fails the peer (handleWC's widSend), and with it this operation.
+		wrs, ok = pairSegments(o.pinned.SGEs(nil), segs, h.mlength, verbs.OpRDMAWrite, widSend|uint64(pr.idx),
+			verbs.SendSignaled)
 	}
 	ni.mu.Unlock()
 	if !ok {
