@@ -259,6 +259,8 @@ func (pr *peer) flushQueue() int {
 			// The peer is gone: the target operation fails. (A pushed put's
 			// write, widSend, fails with the peer: peerFailed.)
 			pr.ni.targetDone(q.wr.ID&^widMask, false)
+		} else if err != nil && q.rdma && err != errPeerFailed {
+			pr.pushWriteRejected() // a pushed put's write (push.go)
 		}
 		pr.queue[0] = queued{}
 		pr.queue = pr.queue[1:]

@@ -85,8 +85,14 @@ func (ni *NI) handleCTS(pr *peer, h *header, segs []byte) {
 		return
 	}
 	for _, wr := range wrs {
-		if pr.postOrQueue(wr) != nil {
-			return // the peer failed: both sides fail the operation
+		if err := pr.postOrQueue(wr); err != nil {
+			if err != errPeerFailed {
+				// The provider rejected the write: the data will not come, and
+				// the target, whose connection still works, must hear so.
+				fin.fail = uint8(eq.NIUndeliverable)
+				pr.sendOrQueue(&fin)
+			}
+			return // (a failed peer: both sides fail the operation)
 		}
 	}
 	// A copy just ran (a provider that copies at post): end the progress round
@@ -124,6 +130,19 @@ func (ni *NI) failPushTops(pr *peer) {
 			top.fail = eq.NIUndeliverable
 			delete(ni.tops, id)
 			ni.completeTarget(top)
+		}
+	}
+}
+
+// pushWriteRejected is flushQueue's report of a queued pushed-put WRITE that the
+// provider rejected at post (not a failed peer): the FIN queued behind it goes out
+// failed, so the target does not report data that never came. Called under
+// ni.progMu, like flushQueue.
+func (pr *peer) pushWriteRejected() {
+	for i := range pr.queue {
+		if q := &pr.queue[i]; !q.rdma && q.h.kind == msgFin {
+			q.h.fail = uint8(eq.NIUndeliverable)
+			return
 		}
 	}
 }

@@ -1,0 +1,142 @@
+package nic
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/goportals/goportals/eq"
+	"github.com/goportals/goportals/internal/verbs"
+)
+
+// TestPushInitiatorFiniBeforeCTS: an initiator NI finalized while its target
+// waits for a pushed put's FIN (the CTS never read) does not leave the target
+// waiting: the put completes there NI_UNDELIVERABLE, its pin is released and the
+// entry can be unlinked.
+func TestPushInitiatorFiniBeforeCTS(t *testing.T) {
+	setPushPuts(t, true)
+	testNoHelpers.Store(true)
+	t.Cleanup(func() { testNoHelpers.Store(false) })
+	nis := newNIs(t, 2, NIMatching|NIPhysical)
+	init, tgt := nis[0], nis[1]
+	q := mustEQ(t, tgt)
+	idx := mustPT(t, tgt, 0, q)
+	m := mustME(t, tgt, idx, MESpec{Start: make([]byte, 64<<10), UID: UIDAny, Options: MEOpPut | MEEventLinkDisable,
+		MatchID: anyProc(), MatchBits: 1}, PriorityList, 5)
+	src := make([]byte, 64<<10)
+	md, err := init.MDBind(MDSpec{Start: src, EQ: mustEQ(t, init)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Put(md, 0, uint64(len(src)), AckReqFull, mustPhysID(t, tgt), idx, 1, 0, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		tgt.mu.Lock()
+		n := len(tgt.tops)
+		tgt.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if i == 1e7 {
+			t.Fatal("the target never matched the put")
+		}
+		tgt.progressOnce(true)
+	}
+	if err := init.Fini(); err != nil {
+		t.Fatal(err)
+	}
+	ev := waitEvent(t, q)
+	if ev.Type != eq.EventPut || ev.NIFail != eq.NIUndeliverable {
+		t.Fatalf("event %+v, want a PUT failed NI_UNDELIVERABLE", ev)
+	}
+	tgt.mu.Lock()
+	n := len(tgt.tops)
+	tgt.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d target operations left", n)
+	}
+	if err := m.Unlink(); err != nil {
+		t.Fatalf("unlink: %v", err)
+	}
+}
+
+// rejectWrites is a queue pair whose provider rejects RDMA WRITEs when they are
+// posted (as an HCA's post does a request it cannot take); the first busy ones
+// it answers "send queue full" instead, so the engine queues them first.
+type rejectWrites struct {
+	verbs.QP
+	busy int
+}
+
+func (r *rejectWrites) PostSend(wrs []verbs.SendWR) error {
+	if len(wrs) == 1 && wrs[0].Opcode == verbs.OpRDMAWrite {
+		if r.busy > 0 {
+			r.busy--
+			return verbs.Errorf("post_send", verbs.ErrNoResources, nil)
+		}
+		return verbs.Errorf("post_send", verbs.ErrInvalidArgument, errors.New("rejected by the test"))
+	}
+	return r.QP.PostSend(wrs)
+}
+
+// TestPushWriteRejectedAtPost: when the provider rejects a pushed put's WRITE at
+// post (at once, or when the engine posts it from its queue), the FIN behind it
+// says so: the target neither waits for ever (pinned, its entry IN_USE) nor
+// reports data that never came as delivered, and the initiator's ACK carries the
+// failure.
+func TestPushWriteRejectedAtPost(t *testing.T) {
+	for _, busy := range []int{0, 1} {
+		t.Run(fmt.Sprintf("busy=%d", busy), func(t *testing.T) {
+			setPushPuts(t, true)
+			testNoHelpers.Store(true)
+			t.Cleanup(func() { testNoHelpers.Store(false) })
+			nis := newNIs(t, 2, NIMatching|NIPhysical)
+			init, tgt := nis[0], nis[1]
+			q := mustEQ(t, tgt)
+			idx := mustPT(t, tgt, 0, q)
+			mustME(t, tgt, idx, MESpec{Start: make([]byte, 64<<10), UID: UIDAny, Options: MEOpPut | MEEventLinkDisable,
+				MatchID: anyProc(), MatchBits: 1}, PriorityList, 5)
+			iq := mustEQ(t, init)
+			md, err := init.MDBind(MDSpec{Start: make([]byte, 64<<10), EQ: iq})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ipr := mustPeer(t, init, tgt)
+			ipr.sendMu.Lock()
+			orig := ipr.qp
+			ipr.qp = &rejectWrites{QP: orig, busy: busy}
+			ipr.sendMu.Unlock()
+			t.Cleanup(func() {
+				ipr.sendMu.Lock()
+				ipr.qp = orig
+				ipr.sendMu.Unlock()
+			})
+			if err := Put(md, 0, 64<<10, AckReqFull, mustPhysID(t, tgt), idx, 1, 0, 1, 0); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; ; i++ {
+				init.mu.Lock()
+				n := len(init.ops)
+				init.mu.Unlock()
+				if n == 0 {
+					break
+				}
+				if i == 1e6 {
+					t.Fatal("the put never completed (the target waits for a FIN)")
+				}
+				tgt.progressOnce(true)
+				init.progressOnce(true)
+			}
+			if ev := waitEvent(t, q); ev.Type != eq.EventPut || ev.NIFail != eq.NIUndeliverable {
+				t.Fatalf("target event %+v, want a PUT failed NI_UNDELIVERABLE", ev)
+			}
+			if ev := waitEvent(t, iq); ev.Type != eq.EventSend {
+				t.Fatalf("initiator event %+v, want SEND", ev)
+			}
+			if ev := waitEvent(t, iq); ev.Type != eq.EventAck || ev.NIFail != eq.NIUndeliverable {
+				t.Fatalf("initiator event %+v, want an ACK failed NI_UNDELIVERABLE", ev)
+			}
+		})
+	}
+}
