@@ -363,7 +363,9 @@ func (ni *NI) issue(o *initOp, operand []byte) error {
 	o.pinned, o.long, o.stage = p, true, stage
 	ni.mu.Unlock()
 	h.flags |= hfLong
-	if o.kind == msgPut && pushPuts {
+	if o.kind == msgPut && pushPuts && !progressEnvOff {
+		// (Without a progress goroutine we would write only when the application
+		// calls in; the target must complete alone: it pulls.)
 		h.flags |= hfPush
 	}
 	return o.pr.send(&h, buf)

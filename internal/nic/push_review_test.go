@@ -1,6 +1,7 @@
 package nic
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"testing"
@@ -138,5 +139,40 @@ func TestPushWriteRejectedAtPost(t *testing.T) {
 				t.Fatalf("initiator event %+v, want an ACK failed NI_UNDELIVERABLE", ev)
 			}
 		})
+	}
+}
+
+// TestNoPushWithoutProgressGoroutine: with PTL_PROGRESS_GOROUTINE=0 an initiator
+// that does not call in makes no progress, so it does not offer to push its long
+// puts: its target still completes them alone (it pulls), as the progress model
+// promises a target (docs/protocol.md, Progress), instead of waiting for a CTS
+// the initiator never reads.
+func TestNoPushWithoutProgressGoroutine(t *testing.T) {
+	setPushPuts(t, true)
+	old := progressEnvOff
+	progressEnvOff = true
+	t.Cleanup(func() { progressEnvOff = old })
+	nis := newNIs(t, 2, NIMatching|NIPhysical)
+	init, tgt := nis[0], nis[1]
+	q := mustEQ(t, tgt)
+	idx := mustPT(t, tgt, 0, q)
+	dst := make([]byte, 64<<10)
+	mustME(t, tgt, idx, MESpec{Start: dst, UID: UIDAny, Options: MEOpPut | MEEventLinkDisable,
+		MatchID: anyProc(), MatchBits: 1}, PriorityList, 5)
+	src := make([]byte, len(dst))
+	fill(src, 9)
+	md, err := init.MDBind(MDSpec{Start: src, EQ: mustEQ(t, init)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Put(md, 0, uint64(len(src)), AckReqFull, mustPhysID(t, tgt), idx, 1, 0, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Only the target drives progress (its wait): the initiator never calls in.
+	if ev := waitEvent(t, q); ev.Type != eq.EventPut || ev.NIFail != eq.NIOK || ev.MLength != uint64(len(src)) {
+		t.Fatalf("event %+v, want a whole PUT", ev)
+	}
+	if !bytes.Equal(dst, src) {
+		t.Fatal("the entry does not hold the put's data")
 	}
 }
