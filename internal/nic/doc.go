@@ -51,8 +51,10 @@
 // talks to.
 // A request travels as a SEND: a 92-byte header and, up to 932 bytes, the payload
 // (eager). A larger put names the initiator's registered region instead; the target
-// matches it (package me), pulls the data with RDMA READ straight into the entry's
-// memory and answers when done. A larger get is pushed with RDMA WRITE before the
+// matches it (package me), names the entry's range back (CTS), into which the
+// initiator writes the data with RDMA WRITE before its FIN (push.go; with
+// PTL_LONG_PUT=pull or no progress goroutine the target pulls it with RDMA READ),
+// and answers when done. A larger get is pushed with RDMA WRITE before the
 // reply. Atomics are computed at the target under the NI's engine lock, element by
 // element in host byte order (LONG_DOUBLE in C long double through cgo; not
 // supported without cgo). Events go to event queues and counting events (package

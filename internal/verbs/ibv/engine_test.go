@@ -60,7 +60,8 @@ func (r jobRank) Get(_ context.Context, rank int, k string) ([]byte, error) {
 
 // TestEngineOverIBV runs the protocol engine on this provider: two ranks of one
 // process open NIs on the first device, and rank 0 puts an eager and a long
-// message (the target pulls the long one with RDMA READ) into an ME of rank 1.
+// message (rank 0 writes the long one with RDMA WRITE into the range the target
+// names back, or the target pulls it with RDMA READ) into an ME of rank 1.
 func TestEngineOverIBV(t *testing.T) {
 	needDevice(t)
 	devs, err := Provider{}.Devices()
