@@ -176,3 +176,46 @@ func TestNoPushWithoutProgressGoroutine(t *testing.T) {
 		t.Fatal("the entry does not hold the put's data")
 	}
 }
+
+// TestPushManySegmentEntryPulls: a long put offered for pushing into an entry
+// whose matched range has more segments than a CTS can name is pulled by the
+// target instead, whole and with the usual events.
+func TestPushManySegmentEntryPulls(t *testing.T) {
+	setPushPuts(t, true)
+	nis := newNIs(t, 2, NIMatching|NIPhysical)
+	init, tgt := nis[0], nis[1]
+	q := mustEQ(t, tgt)
+	idx := mustPT(t, tgt, 0, q)
+	const pieces, piece = maxRequestSegs + 9, 4096
+	whole := make([]byte, pieces*piece)
+	iov := make([][]byte, pieces)
+	for i := range iov {
+		iov[i] = whole[i*piece : (i+1)*piece : (i+1)*piece]
+	}
+	mustME(t, tgt, idx, MESpec{Iovecs: iov, UID: UIDAny, Options: MEOpPut | MEEventLinkDisable,
+		MatchID: anyProc(), MatchBits: 1}, PriorityList, 5)
+	src := make([]byte, len(whole))
+	fill(src, 5)
+	iq := mustEQ(t, init)
+	md, err := init.MDBind(MDSpec{Start: src, EQ: iq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := init.Pushes()
+	if err := Put(md, 0, uint64(len(src)), AckReqFull, mustPhysID(t, tgt), idx, 1, 0, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if ev := waitEvent(t, q); ev.Type != eq.EventPut || ev.NIFail != eq.NIOK || ev.MLength != uint64(len(src)) {
+		t.Fatalf("target event %+v", ev)
+	}
+	waitEvent(t, iq)
+	if ev := waitEvent(t, iq); ev.Type != eq.EventAck || ev.NIFail != eq.NIOK {
+		t.Fatalf("initiator event %+v", ev)
+	}
+	if !bytes.Equal(whole, src) {
+		t.Fatal("the entry does not hold the put's data")
+	}
+	if init.Pushes() != before {
+		t.Fatal("a put into more segments than a CTS names was pushed")
+	}
+}
