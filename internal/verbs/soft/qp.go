@@ -85,6 +85,12 @@ type qp struct {
 	parts    [][]byte
 	holds    []*int32
 	link     *tcpLink // the TCP path, when the peer is on another node
+
+	// message mode (messages.go): set by EnableMessages before Connect
+	msgOn  atomic.Bool
+	msgTag uint64
+	msgMax uint32
+	msgBuf []byte // a message that wraps around the ring's end is copied here
 }
 
 // pending is a response waiting for ring space.
