@@ -36,7 +36,7 @@ type cq struct {
 	// msgReady is set by a drain that stopped at a message for PollMessages and
 	// cleared by a PollMessages that found none: Wait returns while it is set.
 	msgReady atomic.Bool
-	done    chan struct{}
+	done     chan struct{}
 }
 
 // cqSlot is one ring position: seq is pos when the slot is free for the push at

@@ -392,3 +392,34 @@ func TestMessagesAllocateNothing(t *testing.T) {
 		t.Fatalf("%v allocations per message", n)
 	}
 }
+
+// TestMessageHandlerDeregisters: a handler may deregister memory (the engine
+// releases pinned regions while it handles a message): Dereg does not wait for
+// the progress lock the handler runs under.
+func TestMessageHandlerDeregisters(t *testing.T) {
+	p := msgPair(t, 64)
+	buf := p.B.Reg(t, 4096, rwx, 0)
+	done := make(chan int, 1)
+	go func() {
+		h := func(uint64, []byte) bool {
+			if err := buf.MR.Dereg(); err != nil {
+				t.Error(err)
+			}
+			return true
+		}
+		for {
+			if n, _ := p.B.CQ.(verbs.MessageCQ).PollMessages(h, 4); n > 0 {
+				done <- n
+				return
+			}
+		}
+	}()
+	if err := p.A.QP.(verbs.MessageSender).SendMessage([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("a handler's Dereg deadlocked")
+	}
+}
