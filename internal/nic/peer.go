@@ -43,7 +43,7 @@ type peer struct {
 	recv      []byte
 	recvMR    verbs.MR
 
-	msend   verbs.MessageSender // the provider's message sends (nil: work requests only)
+	msend verbs.MessageSender // the provider's message sends (nil: work requests only)
 
 	sendMu  sync.Mutex
 	scratch []byte // the message being sent: header, then payload (msgMax bytes)
