@@ -423,3 +423,29 @@ func TestMessageHandlerDeregisters(t *testing.T) {
 		t.Fatal("a handler's Dereg deadlocked")
 	}
 }
+
+// BenchmarkMessagePathSerial8B is BenchmarkSendPathSerial8B in message mode: an
+// 8-byte SendMessage, then PollMessages on the other context, on one goroutine.
+func BenchmarkMessagePathSerial8B(b *testing.B) {
+	p := msgPair(b, 64)
+	mc := p.B.CQ.(verbs.MessageCQ)
+	ms := p.A.QP.(verbs.MessageSender)
+	msg := make([]byte, 8)
+	got := 0
+	h := func(_ uint64, m []byte) bool { got += len(m); return true }
+	once := func() {
+		for ms.SendMessage(msg) != nil {
+			mc.PollMessages(h, 16)
+		}
+		for n, _ := mc.PollMessages(h, 16); n == 0; n, _ = mc.PollMessages(h, 16) {
+		}
+	}
+	for i := 0; i < 1000; i++ {
+		once()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		once()
+	}
+}
