@@ -339,8 +339,8 @@ func (c *Context) checkPeers() {
 		if q.peer != nil && !q.peerDead && q.peer.pidfd.exited() {
 			q.peerDead = true
 			q.dead.Store(true)
-			if q.sqHead < q.sqTail || q.rqHead < q.rqTail {
-				q.peerGone()
+			if (q.sqHead < q.sqTail || q.rqHead < q.rqTail) && !q.msgWait.Load() {
+				q.peerGone() // (else the progress round does, after its last messages)
 			}
 		}
 		q.mu.Unlock()

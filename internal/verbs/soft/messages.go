@@ -112,6 +112,9 @@ func (q *qp) pollMessages(h verbs.MessageHandler, max int) (n int, stop bool) {
 			break
 		}
 	}
+	if !stop && n < max && q.msgWait.Load() {
+		q.msgWait.Store(false) // no message waits now (a drain sets it again)
+	}
 	if n > 0 && q.in != nil {
 		if w := q.in.wantWord(); atomic.LoadUint32(w) != 0 {
 			atomic.StoreUint32(w, 0)

@@ -449,3 +449,44 @@ func BenchmarkMessagePathSerial8B(b *testing.B) {
 		once()
 	}
 }
+
+// TestMessagesBeforePeerClose: messages the peer sent before it closed its queue
+// pair are handed out before the queue pair fails (as drain applies SENDs before
+// it fails on a closed peer): the last answers of a peer that finishes are not
+// lost.
+func TestMessagesBeforePeerClose(t *testing.T) {
+	p := msgPair(t, 64)
+	rbuf := p.B.Reg(t, 64, rwx, 0)
+	p.B.PostRecv(t, 9, rbuf.SGE(0, 64)) // outstanding work: the close fails the queue pair
+	for i := 0; i < 3; i++ {
+		if err := p.A.QP.(verbs.MessageSender).SendMessage([]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.A.QP.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var wc [4]verbs.WorkCompletion
+	got := 0
+	flushed := false
+	h := func(_ uint64, b []byte) bool {
+		if flushed || len(b) != 1 || int(b[0]) != got {
+			t.Fatalf("message %x after %d messages (flushed %v)", b, got, flushed)
+		}
+		got++
+		return true
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !flushed && time.Now().Before(deadline) {
+		k, _ := p.B.CQ.Poll(wc[:]) // the completion queue first: a failure here would lose them
+		for _, w := range wc[:k] {
+			if w.ID == 9 && w.Status != verbs.StatusSuccess {
+				flushed = true
+			}
+		}
+		p.B.CQ.(verbs.MessageCQ).PollMessages(h, 1)
+	}
+	if got != 3 || !flushed {
+		t.Fatalf("%d messages, receive flushed %v", got, flushed)
+	}
+}

@@ -21,6 +21,9 @@ func (q *qp) drain() int {
 			// PollMessages hands it out (messages.go): everything before it is
 			// applied, and the receive queue's waiters learn it is there.
 			q.rcq.noteMessage()
+			if !q.msgWait.Load() {
+				q.msgWait.Store(true)
+			}
 			break
 		}
 		if !q.handle(&m) {
