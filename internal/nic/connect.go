@@ -226,11 +226,12 @@ func (ni *NI) connectTo(id ProcessID) *peer {
 	}
 	ni.directLearn(id, rep.direct)
 	ni.mu.Lock()
-	defer ni.mu.Unlock()
 	if ni.dead.Load() {
-		pr.close()
+		ni.mu.Unlock()
+		pr.close() // outside the engine lock: closing waits for the provider's progress
 		return ni.deadPeer(id, errPeerFailed)
 	}
+	defer ni.mu.Unlock()
 	return ni.addPeer(pr)
 }
 
@@ -269,11 +270,12 @@ func (ni *NI) accept(req *connectRequest) (verbs.Address, error) {
 		return nil, err
 	}
 	ni.mu.Lock()
-	defer ni.mu.Unlock()
 	if ni.dead.Load() {
-		pr.close()
+		ni.mu.Unlock()
+		pr.close() // outside the engine lock: closing waits for the provider's progress
 		return nil, errPeerFailed
 	}
+	defer ni.mu.Unlock()
 	ni.addPeer(pr)
 	return pr.qp.Address(), nil
 }

@@ -93,6 +93,10 @@ type NI struct {
 	kickCh    chan struct{}
 	wcs       [32]verbs.WorkCompletion
 	recvQ     []verbs.WorkCompletion // receive completions polled and not yet handled (under progMu)
+	mcq       verbs.MessageCQ        // the provider's message mode (nil: none), see progressLocked
+	msgFn     verbs.MessageHandler   // ni.onMessage, made once
+	msgRounds int                    // message rounds since the completion queue was last polled (under progMu)
+	msgLongs  uint64                 // longs when the message round began (under progMu)
 	longs     atomic.Uint64          // long transfers started by the target (see progressLocked)
 	pushes    atomic.Uint64          // pushed long puts this NI wrote (Pushes)
 	regOnce   sync.Once
@@ -301,6 +305,9 @@ func (ni *NI) open() error {
 	}
 	if ni.cq, err = ni.vctx.CreateCQ(4 * (recvDepth + sendDepth)); err != nil {
 		return err
+	}
+	if mcq, ok := ni.cq.(verbs.MessageCQ); ok && !testNoMessages {
+		ni.mcq, ni.msgFn = mcq, ni.onMessage
 	}
 	return nil
 }

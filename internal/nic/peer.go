@@ -43,8 +43,10 @@ type peer struct {
 	recv      []byte
 	recvMR    verbs.MR
 
+	msend verbs.MessageSender // the provider's message sends (nil: work requests only)
+
 	sendMu  sync.Mutex
-	scratch []byte
+	scratch []byte // the message being sent: header, then payload (msgMax bytes)
 	sges    []verbs.SGE
 	wr      [1]verbs.SendWR
 	nsend   int
@@ -63,17 +65,17 @@ func (ni *NI) newPeer(id ProcessID) (*peer, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr := &peer{ni: ni, id: ProcessID{NID: id.NID, PID: id.PID}, qp: qp, recv: make([]byte, recvDepth*msgMax), scratch: make([]byte, hdrMaxLen),
+	pr := &peer{ni: ni, id: ProcessID{NID: id.NID, PID: id.PID}, qp: qp, recv: make([]byte, recvDepth*msgMax), scratch: make([]byte, msgMax),
 		sges: make([]verbs.SGE, 0, 4)}
 	if pr.recvMR, err = ni.pd.RegMR(pr.recv, verbs.AccessLocalWrite); err != nil {
 		qp.Close()
 		return nil, err
 	}
 	ni.mu.Lock()
-	defer ni.mu.Unlock()
 	old := ni.peerList()
 	if len(old) > 0xffff {
-		pr.close()
+		ni.mu.Unlock()
+		pr.close() // outside the engine lock: closing waits for the provider's progress
 		return nil, fmt.Errorf("%w: more than 65536 connections on one NI", verbs.ErrNoResources)
 	}
 	pr.idx = len(old)
@@ -81,7 +83,24 @@ func (ni *NI) newPeer(id ProcessID) (*peer, error) {
 	copy(l, old)
 	l = append(l, pr)
 	ni.plist.Store(&l)
+	ni.mu.Unlock()
+	pr.enableMessages()
 	return pr, nil
+}
+
+// enableMessages puts the connection in the provider's message mode when it has
+// one (verbs.MessageQP): the peer's messages are then handed to the engine from
+// where the provider received them (onMessage), and ours go out without work
+// requests. Before Connect. The posted receives stay: anything the provider does
+// not hand out as a message still takes them.
+func (pr *peer) enableMessages() {
+	if pr.ni.mcq == nil {
+		return
+	}
+	if mq, ok := pr.qp.(verbs.MessageQP); ok && mq.EnableMessages(uint64(pr.idx), msgMax) != nil {
+		return // this queue pair cannot: posted receives, as without the mode
+	}
+	pr.msend, _ = pr.qp.(verbs.MessageSender)
 }
 
 func (pr *peer) postRecvs() error {
@@ -154,10 +173,28 @@ func (pr *peer) trySend(h *header, parts ...[]byte) error {
 		return errPeerFailed
 	}
 	hn := h.encode(pr.scratch)
-	sg := append(pr.sges[:0], verbs.SGE{Addr: addrOf(pr.scratch), Length: uint32(hn)})
-	for _, p := range parts {
-		if len(p) > 0 {
-			sg = append(sg, verbs.SGE{Addr: addrOf(p), Length: uint32(len(p))})
+	var sg []verbs.SGE
+	if pr.msend != nil && hn+n <= len(pr.scratch) {
+		// One contiguous message, sent without a work request when the provider
+		// can at once; else posted as one (in order behind what is queued).
+		m := hn
+		for _, p := range parts {
+			m += copy(pr.scratch[m:], p)
+		}
+		err := pr.msend.SendMessage(pr.scratch[:m])
+		if err == nil {
+			return nil
+		}
+		if err != verbs.ErrNoResources && !errors.Is(err, verbs.ErrNoResources) {
+			return err
+		}
+		sg = append(pr.sges[:0], verbs.SGE{Addr: addrOf(pr.scratch), Length: uint32(m)})
+	} else {
+		sg = append(pr.sges[:0], verbs.SGE{Addr: addrOf(pr.scratch), Length: uint32(hn)})
+		for _, p := range parts {
+			if len(p) > 0 {
+				sg = append(sg, verbs.SGE{Addr: addrOf(p), Length: uint32(len(p))})
+			}
 		}
 	}
 	flags := verbs.SendInline

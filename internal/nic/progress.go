@@ -165,6 +165,23 @@ func (ni *NI) progressLocked() int {
 			n += pr.flushQueue()
 		}
 	}
+	if ni.mcq != nil && len(ni.recvQ) == 0 && ni.msgRounds < msgRoundsMax {
+		// Messages first, handled as they are handed out. The completion queue
+		// comes first again after a message that started a long transfer (its
+		// completion, then its answer, before the next one starts: the handler
+		// ends the poll there) and at least every msgRoundsMax rounds, so
+		// completions never starve behind a stream of messages.
+		ni.msgRounds++
+		ni.msgLongs = ni.longs.Load()
+		k, err := ni.mcq.PollMessages(ni.msgFn, len(ni.wcs))
+		if err == nil && k > 0 {
+			if ni.longs.Load() != ni.msgLongs {
+				ni.msgRounds = msgRoundsMax
+			}
+			return n + k
+		}
+	}
+	ni.msgRounds = 0
 	k, err := ni.cq.Poll(ni.wcs[:])
 	if err != nil {
 		k = 0
@@ -228,18 +245,7 @@ func (ni *NI) handleWC(wc *verbs.WorkCompletion) {
 			ni.peerFailed(pr)
 			return
 		}
-		msg := pr.slot(slot)[:wc.ByteLen]
-		var h header
-		if !h.decode(msg) {
-			ni.status[SRMalformed].Add(1)
-		} else {
-			payload := h.payloadOf(msg)
-			if h.kind == msgAck || h.kind == msgReply {
-				ni.handleAnswer(pr, &h, payload)
-			} else {
-				ni.handleRequest(pr, &h, payload)
-			}
-		}
+		ni.handleMsg(pr, pr.slot(slot)[:wc.ByteLen])
 		if pr.repost(slot) != nil {
 			ni.peerFailed(pr)
 		}
@@ -252,6 +258,43 @@ func (ni *NI) handleWC(wc *verbs.WorkCompletion) {
 	case widTarget:
 		ni.targetDone(wc.ID&^widMask, wc.Status == verbs.StatusSuccess)
 	}
+}
+
+// handleMsg handles one message of pr: a request or an answer. msg is only
+// read, and only during the call.
+func (ni *NI) handleMsg(pr *peer, msg []byte) {
+	var h header
+	if !h.decode(msg) {
+		ni.status[SRMalformed].Add(1)
+		return
+	}
+	payload := h.payloadOf(msg)
+	if h.kind == msgAck || h.kind == msgReply {
+		ni.handleAnswer(pr, &h, payload)
+	} else {
+		ni.handleRequest(pr, &h, payload)
+	}
+}
+
+// msgRoundsMax is how many rounds in a row may hand out messages before one polls
+// the completion queue.
+const msgRoundsMax = 16
+
+// testNoMessages, set by a test before NIInit, keeps the NI off the provider's
+// message mode (work requests and posted receives only).
+var testNoMessages bool
+
+// onMessage is the engine's verbs.MessageHandler: the message of the connection
+// whose index is tag, read in place in the provider's memory during the call. It
+// runs inside the provider's progress (under progMu here): it must not close a
+// connection. It ends the poll after a message that started a long transfer.
+func (ni *NI) onMessage(tag uint64, msg []byte) bool {
+	peers := ni.peerList()
+	if tag >= uint64(len(peers)) {
+		return true
+	}
+	ni.handleMsg(peers[tag], msg)
+	return ni.longs.Load() == ni.msgLongs
 }
 
 // handleAnswer completes an initiator operation with its ACK or REPLY.

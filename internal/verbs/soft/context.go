@@ -41,6 +41,9 @@ type Context struct {
 	active atomic.Pointer[[]*qp] // connected queue pairs, copy on write
 
 	progMu sync.Mutex
+	// inRound is set while a progress round (which uses regions unheld, see
+	// localInRound) runs under progMu: Dereg waits for it to clear.
+	inRound atomic.Bool
 	// polled is set by every Poll and cleared by the progress goroutine: a poll
 	// loop only reads it (no store on a line the goroutine reads) once it is set.
 	polled atomic.Bool
@@ -199,11 +202,13 @@ func (c *Context) progress() int {
 		return 0
 	}
 	n := 0
+	c.inRound.Store(true)
 	for _, q := range *c.active.Load() {
 		if q.hasWork() {
 			n += q.progress()
 		}
 	}
+	c.inRound.Store(false)
 	c.progMu.Unlock()
 	if ls := c.links.Load(); ls != nil {
 		for _, l := range *ls {
@@ -334,8 +339,8 @@ func (c *Context) checkPeers() {
 		if q.peer != nil && !q.peerDead && q.peer.pidfd.exited() {
 			q.peerDead = true
 			q.dead.Store(true)
-			if q.sqHead < q.sqTail || q.rqHead < q.rqTail {
-				q.peerGone()
+			if (q.sqHead < q.sqTail || q.rqHead < q.rqTail) && !q.msgWait.Load() {
+				q.peerGone() // (else the progress round does, after its last messages)
 			}
 		}
 		q.mu.Unlock()

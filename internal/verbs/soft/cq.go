@@ -33,7 +33,10 @@ type cq struct {
 	wake    chan struct{} // closed and replaced to wake every waiter (guarded by mu)
 	refs    atomic.Int32
 	closed  atomic.Bool
-	done    chan struct{}
+	// msgReady is set by a drain that stopped at a message for PollMessages and
+	// cleared by a PollMessages that found none: Wait returns while it is set.
+	msgReady atomic.Bool
+	done     chan struct{}
 }
 
 // cqSlot is one ring position: seq is pos when the slot is free for the push at
@@ -123,10 +126,23 @@ func (q *cq) tryPop(wc *verbs.WorkCompletion) bool {
 	}
 }
 
-// ready reports whether a completion can be polled.
+// ready reports whether a completion can be polled (or messages, see msgReady).
 func (q *cq) ready() bool {
 	pos := q.pollPos.Load()
-	return q.slots[pos&q.mask].seq.Load() == pos+1 || q.nover.Load() != 0
+	return q.slots[pos&q.mask].seq.Load() == pos+1 || q.nover.Load() != 0 || q.msgReady.Load()
+}
+
+// noteMessage records that a message waits for PollMessages and wakes Wait.
+func (q *cq) noteMessage() {
+	if !q.msgReady.Load() {
+		q.msgReady.Store(true)
+	}
+	if q.waiters.Load() > 0 {
+		q.mu.Lock()
+		close(q.wake)
+		q.wake = make(chan struct{})
+		q.mu.Unlock()
+	}
 }
 
 // Poll drives progress and moves ready completions into wc.

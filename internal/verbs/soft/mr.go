@@ -1,6 +1,7 @@
 package soft
 
 import (
+	"runtime"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -136,10 +137,16 @@ func (m *mr) dereg() {
 	atomic.StoreUint32(v.u32(off+eState), 0)
 	// Progress rounds use regions without holding them (localInRound): the one
 	// running now, which may have checked the region before dead was set, ends
-	// before we go on; later ones see dead.
-	c.progMu.Lock()
-	//lint:ignore SA2001 an empty critical section is the barrier
-	c.progMu.Unlock()
+	// before we go on; later ones see dead. The wait is on inRound, not on the
+	// progress lock: a message handler runs under that lock (PollMessages, which
+	// uses no region unheld) and may deregister memory.
+	for i := 0; c.inRound.Load(); i++ {
+		if i&63 == 63 {
+			runtime.Gosched()
+		} else {
+			cpuPause()
+		}
+	}
 	quarantine := false
 	deadline := time.Now().Add(deregWait)
 	for i := 0; atomic.LoadInt32(v.i32(off+eInflight)) != 0; i++ {

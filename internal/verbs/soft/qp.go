@@ -85,6 +85,17 @@ type qp struct {
 	parts    [][]byte
 	holds    []*int32
 	link     *tcpLink // the TCP path, when the peer is on another node
+
+	// message mode (messages.go): set by EnableMessages before Connect
+	msgOn  atomic.Bool
+	msgTag uint64
+	msgMax uint32
+	msgBuf []byte // a message that wraps around the ring's end is copied here
+	// msgWait is set by a drain that stopped at a message and cleared by the
+	// PollMessages that handed out the last one: while it is set, a peer that
+	// closed or exited does not fail the queue pair yet (its last messages,
+	// its answers, are handed out first, as drain applies them before failing).
+	msgWait atomic.Bool
 }
 
 // pending is a response waiting for ring space.

@@ -15,7 +15,17 @@ func (q *qp) drain() int {
 	n := 0
 	var m msg
 	q.stalled = false
+	msgs := q.msgOn.Load()
 	for q.State() == verbs.QPReady && q.in.peek(&m) {
+		if msgs && q.isMessage(&m) {
+			// PollMessages hands it out (messages.go): everything before it is
+			// applied, and the receive queue's waiters learn it is there.
+			q.rcq.noteMessage()
+			if !q.msgWait.Load() {
+				q.msgWait.Store(true)
+			}
+			break
+		}
 		if !q.handle(&m) {
 			q.stalled = true
 			break

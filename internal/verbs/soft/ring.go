@@ -175,13 +175,17 @@ func (r *ring) push(m *msg, parts [][]byte, n int) uint64 {
 	return end
 }
 
-// Single-fragment SENDs carry their first hdrInline bytes in the header slot, in
-// the fields a SEND does not use (hRAddr..hImm and hA..the end); the count is in
-// hStatus and the rest of the payload follows in the next slots as usual. An 8-byte
-// message is one slot, a 100-byte one two (cache lines are the cost).
-const hdrInline = 36
-
-var inlineSpans = [2][2]int{{hRAddr, hImm}, {hA, slotSize}}
+// Single-fragment SENDs carry their first hdrInline bytes in the header slot, at
+// hInl..the end of the slot (the fields a SEND does not use; its immediate moves
+// to hHdrImm); the count is in hStatus and the rest of the payload follows in the
+// next slots as usual. An 8-byte message is one slot, a 100-byte one two (cache
+// lines are the cost), and the payload is contiguous in the ring unless the
+// message wraps around its end, so message mode can hand it out in place.
+const (
+	hHdrImm   = hRAddr
+	hInl      = hRAddr + 4
+	hdrInline = slotSize - hInl
+)
 
 // pushInline writes a SEND whose first min(n, hdrInline) bytes ride in the header.
 // parts gathers all n bytes; the caller checked space(n - inline).
@@ -193,22 +197,18 @@ func (r *ring) pushInline(m *msg, parts [][]byte, n int) uint64 {
 	h[hOp], h[hFlags], h[hStatus] = m.op, m.flags, uint8(inl)
 	binary.LittleEndian.PutUint32(h[hLen:], uint32(n-inl))
 	binary.LittleEndian.PutUint64(h[hToken:], m.token)
-	binary.LittleEndian.PutUint32(h[hImm:], m.imm)
-	// the inline prefix, across the two spans
-	span, at := 0, inlineSpans[0][0]
-	need := inl
+	binary.LittleEndian.PutUint32(h[hHdrImm:], m.imm)
+	// the inline prefix
+	at, need := hInl, inl
 	for len(parts) > 0 && need > 0 {
 		p := parts[0]
-		c := copy(h[at:min(inlineSpans[span][1], at+need)], p)
+		c := copy(h[at:at+need], p)
 		at += c
 		need -= c
 		if c == len(p) {
 			parts = parts[1:]
 		} else {
 			parts[0] = p[c:] // the caller's scratch list: trimming it in place is fine
-		}
-		if at == inlineSpans[span][1] && span == 0 {
-			span, at = 1, inlineSpans[1][0]
 		}
 	}
 	off := ((pos + 1) % ringSlots) * slotSize
@@ -226,12 +226,49 @@ func (r *ring) pushInline(m *msg, parts [][]byte, n int) uint64 {
 	return end
 }
 
+// pushMessage writes a single-fragment SEND of the contiguous bytes b, as
+// pushInline does. The caller checked space(len(b) - inline).
+func (r *ring) pushMessage(b []byte) uint64 {
+	pos := r.head
+	base := (pos % ringSlots) * slotSize
+	h := r.slots[base : base+slotSize]
+	inl := min(len(b), hdrInline)
+	// one 8-byte store for op, flags, inline count and payload length
+	binary.LittleEndian.PutUint64(h[hOp:], uint64(opSend)|uint64(flFirst|flLast|flHdr)<<8|uint64(inl)<<16|
+		uint64(len(b)-inl)<<32)
+	binary.LittleEndian.PutUint64(h[hToken:], 0)
+	binary.LittleEndian.PutUint32(h[hHdrImm:], 0)
+	copy(h[hInl:], b[:inl])
+	if rest := b[inl:]; len(rest) > 0 {
+		off := ((pos + 1) % ringSlots) * slotSize
+		c := copy(r.slots[off:], rest)
+		copy(r.slots, rest[c:])
+	}
+	end := pos + slotsFor(len(b)-inl)
+	r.head = end
+	raceRelease()
+	atomic.StoreUint64(r.seqWord(pos), pos+1) // publish
+	return end
+}
+
 // inlineBytes copies the inline prefix of the peeked message into dst.
 func (r *ring) inlineBytes(dst []byte) {
 	base := (r.pos % ringSlots) * slotSize
-	h := r.slots[base : base+slotSize]
-	n := copy(dst, h[inlineSpans[0][0]:inlineSpans[0][1]])
-	copy(dst[n:], h[inlineSpans[1][0]:inlineSpans[1][1]])
+	copy(dst, r.slots[base+hInl:base+slotSize])
+}
+
+// messageBytes returns the whole payload of the peeked single-fragment SEND of
+// inl inline and n further bytes: in place when it is contiguous in the ring, else
+// copied into scratch (which has room for hdrInline+maxPayload bytes).
+func (r *ring) messageBytes(inl, n uint32, scratch []byte) []byte {
+	base := (r.pos % ringSlots) * slotSize
+	start, end := base+hInl, base+slotSize+uint64(n)
+	if n == 0 || end <= uint64(len(r.slots)) {
+		return r.slots[start : start+uint64(inl+n)]
+	}
+	k := copy(scratch, r.slots[start:base+slotSize])
+	r.payload(scratch[k:k+int(n)], 0)
+	return scratch[:k+int(n)]
 }
 
 // peek decodes the next message if one is published. It validates the header so a
@@ -250,6 +287,9 @@ func (r *ring) peek(m *msg) bool {
 	m.raddr = binary.LittleEndian.Uint64(h[hRAddr:])
 	m.rkey = binary.LittleEndian.Uint32(h[hRKey:])
 	m.imm = binary.LittleEndian.Uint32(h[hImm:])
+	if m.op == opSend && m.flags&flHdr != 0 {
+		m.imm = binary.LittleEndian.Uint32(h[hHdrImm:])
+	}
 	m.a = binary.LittleEndian.Uint64(h[hA:])
 	m.b = binary.LittleEndian.Uint64(h[hB:])
 	m.pd = binary.LittleEndian.Uint32(h[hPD:])

@@ -26,7 +26,8 @@ func TestDeregWaitsForProgressRound(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := p.(*pd).id
-	c.progMu.Lock() // a round is running
+	c.progMu.Lock() // a round is running (as Context.progress runs one)
+	c.inRound.Store(true)
 	if b, ok := c.localInRound(m.LKey(), m.Addr(), 64, verbs.AccessLocalWrite, pid); !ok || len(b) != 64 {
 		c.progMu.Unlock()
 		t.Fatalf("a live region refused in a round: %v", ok)
@@ -35,12 +36,14 @@ func TestDeregWaitsForProgressRound(t *testing.T) {
 	go func() { done <- m.Dereg() }()
 	select {
 	case err := <-done:
+		c.inRound.Store(false)
 		c.progMu.Unlock()
 		t.Fatalf("Dereg returned (%v) while a progress round could still be copying into the region", err)
 	case <-time.After(50 * time.Millisecond):
 		// Dereg still waits: nothing here measures time, a wrong Dereg fails
 		// above at once or with any delay shorter than this one.
 	}
+	c.inRound.Store(false)
 	c.progMu.Unlock()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -64,7 +64,7 @@ func (q *qp) progressLocked() int {
 		n += q.reap(tail)
 	}
 	q.updateBusy()
-	if q.State() == verbs.QPReady && (q.peerDead || atomic.LoadUint32(q.in.closedWord()) != 0) {
+	if q.State() == verbs.QPReady && (q.peerDead || atomic.LoadUint32(q.in.closedWord()) != 0) && !q.msgWait.Load() {
 		// The peer failed or closed. It recorded any NAK and moved its tail before
 		// it said so: complete what it answered, then fail what is outstanding. An
 		// idle queue pair stays ready, as on RC hardware, until its next send.
@@ -113,6 +113,9 @@ func (q *qp) issue() int {
 			break
 		}
 		if q.peerDead || atomic.LoadUint32(q.in.closedWord()) != 0 {
+			if q.msgWait.Load() {
+				break // the peer's last messages are handed out first (see msgWait)
+			}
 			// The peer recorded any NAK and its tail before it failed: report
 			// what it answered first, then fail what it never will.
 			q.reap(q.out.consumed())

@@ -1,0 +1,152 @@
+package soft
+
+import (
+	"sync/atomic"
+
+	"github.com/goportals/goportals/internal/verbs"
+)
+
+// Message mode (verbs.MessageQP, MessageCQ, MessageSender). A queue pair in
+// message mode leaves every single-fragment SEND without immediate of at most
+// msgMax bytes in its inbound ring when a progress round drains it (drain stops
+// there, as at a SEND that waits for a receive, and tells the receive queue's
+// waiters). PollMessages, under the context's progress lock but not the queue
+// pair's lock, hands such messages to the handler straight from the ring (ring
+// layout: the payload of a single-fragment SEND is contiguous unless it wraps
+// around the ring's end, when it is copied to msgBuf) and consumes them. Because
+// drain applies everything before a message and stops at it, and PollMessages
+// stops at anything that is not a message, the ring's order is kept.
+//
+// The handler runs with the progress lock held and the queue pair's lock free:
+// it may post to any queue pair (a cross-memory transfer runs synchronously inside
+// it), and a nested Poll or Wait finds the progress lock taken and drives nothing,
+// so no drain re-enters the ring being read. Closing a queue pair or the context
+// takes the progress lock: a handler must never do that.
+
+var (
+	_ verbs.MessageQP     = (*qp)(nil)
+	_ verbs.MessageSender = (*qp)(nil)
+	_ verbs.MessageCQ     = (*cq)(nil)
+)
+
+// EnableMessages switches message mode on for incoming SENDs of at most maxLen
+// bytes, handed out with tag (see verbs.MessageQP). Only queue pairs not yet
+// connected take it; one that connects over TCP ignores it.
+func (q *qp) EnableMessages(tag uint64, maxLen int) error {
+	if maxLen <= 0 || maxLen > maxPayload {
+		return verbs.Errorf("enable_messages", verbs.ErrInvalidArgument, nil)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.State() != verbs.QPInit {
+		return verbs.Errorf("enable_messages", verbs.ErrQPState, nil)
+	}
+	q.msgTag, q.msgMax = tag, uint32(maxLen)
+	if q.msgBuf == nil {
+		q.msgBuf = make([]byte, hdrInline+maxPayload)
+	}
+	q.msgOn.Store(true)
+	return nil
+}
+
+// isMessage reports whether the peeked header m is one a queue pair in message
+// mode hands out: a well-formed single-fragment SEND without immediate, short
+// enough.
+func (q *qp) isMessage(m *msg) bool {
+	inl := uint32(m.status)
+	return m.op == opSend && m.flags&(flHdr|flImm) == flHdr && inl <= hdrInline &&
+		(m.len == 0 || inl == hdrInline) && inl+m.len <= q.msgMax && !q.recvOn
+}
+
+// PollMessages hands out up to max messages of the queue pairs in message mode
+// that complete receives here (see verbs.MessageCQ).
+func (q *cq) PollMessages(h verbs.MessageHandler, max int) (int, error) {
+	if q.closed.Load() {
+		return 0, verbs.Errorf("poll_messages", verbs.ErrClosed, nil)
+	}
+	c := q.ctx
+	c.markPolled()
+	if !c.progMu.TryLock() {
+		return 0, nil
+	}
+	n := 0
+	more := true
+	for _, p := range *c.active.Load() {
+		if n >= max {
+			break
+		}
+		if p.rcq != q || !p.msgOn.Load() {
+			continue
+		}
+		k, stop := p.pollMessages(h, max-n)
+		n += k
+		if stop {
+			more = false
+			break
+		}
+	}
+	if n == 0 && more && q.msgReady.Load() {
+		q.msgReady.Store(false) // set again by the drain that next stops at a message
+	}
+	c.progMu.Unlock()
+	return n, nil
+}
+
+// pollMessages hands out the queue pair's messages, up to max, and reports how
+// many and whether the handler asked to stop. Called with the context's progress
+// lock held (which keeps the rings mapped and is what the consumer state needs),
+// without q.mu: the handler may post to this queue pair.
+func (q *qp) pollMessages(h verbs.MessageHandler, max int) (n int, stop bool) {
+	var m msg
+	for n < max && q.State() == verbs.QPReady && q.in != nil && q.in.ready() {
+		q.in.peek(&m)
+		if !q.isMessage(&m) {
+			break // drain takes it (and stops at the next message)
+		}
+		b := q.in.messageBytes(uint32(m.status), m.len, q.msgBuf)
+		more := h(q.msgTag, b)
+		q.in.consume(m.len)
+		n++
+		if !more {
+			stop = true
+			break
+		}
+	}
+	if !stop && n < max && q.msgWait.Load() {
+		q.msgWait.Store(false) // no message waits now (a drain sets it again)
+	}
+	if n > 0 && q.in != nil {
+		if w := q.in.wantWord(); atomic.LoadUint32(w) != 0 {
+			atomic.StoreUint32(w, 0)
+			if q.peer != nil {
+				wakePeer(q.peer)
+			}
+		}
+	}
+	return n, stop
+}
+
+// SendMessage sends msg as one unsignaled single-fragment SEND straight into the
+// ring, without a send queue entry (see verbs.MessageSender).
+func (q *qp) SendMessage(b []byte) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch q.State() {
+	case verbs.QPReady:
+	case verbs.QPClosed:
+		return verbs.Errorf("send_message", verbs.ErrClosed, nil)
+	case verbs.QPInit:
+		return verbs.Errorf("send_message", verbs.ErrQPState, nil)
+	default:
+		// The error state: a work request completes flushed, so the caller
+		// learns of the failure from it.
+		return verbs.ErrNoResources
+	}
+	if q.link != nil || len(b) > maxInline || q.sqIss != q.sqTail || len(q.pend) > 0 || q.out == nil ||
+		q.peerDead || atomic.LoadUint32(q.in.closedWord()) != 0 || !q.room(len(b)-min(len(b), hdrInline)) {
+		return verbs.ErrNoResources
+	}
+	q.out.pushMessage(b)
+	wakePeer(q.peer)
+	return nil
+}
