@@ -36,7 +36,10 @@ type cq struct {
 	// msgReady is set by a drain that stopped at a message for PollMessages and
 	// cleared by a PollMessages that found none: Wait returns while it is set.
 	msgReady atomic.Bool
-	done     chan struct{}
+	// msgNext is the index in the context's active queue pairs at which the next
+	// PollMessages begins (under the context's progress lock).
+	msgNext int
+	done    chan struct{}
 }
 
 // cqSlot is one ring position: seq is pos when the slot is free for the push at

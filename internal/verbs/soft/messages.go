@@ -71,17 +71,29 @@ func (q *cq) PollMessages(h verbs.MessageHandler, max int) (int, error) {
 	}
 	n := 0
 	more := true
-	for _, p := range *c.active.Load() {
-		if n >= max {
-			break
+	// Round robin: a call that ends early (max reached, or the handler asked)
+	// makes the next one begin with the queue pair after the one it ended at,
+	// so a connection that always has max messages waiting does not keep the
+	// others' messages waiting behind it.
+	qps := *c.active.Load()
+	start := q.msgNext
+	if start >= len(qps) {
+		start = 0
+	}
+	for i := range qps {
+		j := start + i
+		if j >= len(qps) {
+			j -= len(qps)
 		}
+		p := qps[j]
 		if p.rcq != q || !p.msgOn.Load() {
 			continue
 		}
 		k, stop := p.pollMessages(h, max-n)
 		n += k
-		if stop {
-			more = false
+		if stop || n >= max {
+			more = !stop
+			q.msgNext = j + 1
 			break
 		}
 	}
