@@ -484,7 +484,9 @@ func (q *qp) fail(first verbs.Status) {
 		e := &q.rq[q.rqHead%uint64(len(q.rq))]
 		q.rcq.push(verbs.WorkCompletion{ID: e.id, Status: verbs.StatusWorkRequestFlushed, Opcode: verbs.WCRecv, QPNum: q.num})
 	}
-	q.recvOn = false
+	// (recvOn is left as it is: only a ready queue pair reads it, and
+	// PollMessages reads it without q.mu, under the progress lock that every
+	// other writer holds, while fail may run in any thread that posts.)
 	q.pend = q.pend[:0]
 	if q.peer != nil {
 		wakePeer(q.peer)
