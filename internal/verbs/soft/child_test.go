@@ -494,9 +494,22 @@ func startChild(t testing.TB) (*child, *side) { return startChildFault(t, "") }
 // startChildFault is startChild for a child that commits fault when its session ends.
 func startChildFault(t testing.TB, fault string) (*child, *side) {
 	t.Helper()
+	return startChildMessages(t, fault, 0)
+}
+
+// startChildMessages is startChildFault whose queue pair is in message mode
+// (tag 7, messages of at most msgMax bytes) when msgMax > 0.
+func startChildMessages(t testing.TB, fault string, msgMax int) (*child, *side) {
+	t.Helper()
 	s, err := openSide()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if msgMax > 0 {
+		if err := s.qp.(verbs.MessageQP).EnableMessages(7, msgMax); err != nil {
+			s.ctx.Close()
+			t.Fatal(err)
+		}
 	}
 	c, err := spawnChild(fault)
 	if err != nil {

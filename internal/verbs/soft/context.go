@@ -339,8 +339,11 @@ func (c *Context) checkPeers() {
 		if q.peer != nil && !q.peerDead && q.peer.pidfd.exited() {
 			q.peerDead = true
 			q.dead.Store(true)
-			if (q.sqHead < q.sqTail || q.rqHead < q.rqTail) && !q.msgWait.Load() {
-				q.peerGone() // (else the progress round does, after its last messages)
+			if (q.sqHead < q.sqTail || q.rqHead < q.rqTail) && !q.msgWait.Load() && !q.in.ready() {
+				// (else the progress round does, after its last messages: it
+				// applies what the ring holds, and hands a message after a
+				// SEND to PollMessages, before it fails the queue pair)
+				q.peerGone()
 			}
 		}
 		q.mu.Unlock()
