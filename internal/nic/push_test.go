@@ -157,6 +157,10 @@ func TestPushedPutPeerFails(t *testing.T) {
 // complete it; a CTS that names no operation of ours is answered with a failed
 // FIN, so its target does not wait for ever.
 func TestPushStrayHalves(t *testing.T) {
+	// No progress goroutines: nis[0] must not answer the CTS (with a failed FIN,
+	// no put of its own having that id) before the test looks at the operation.
+	testNoHelpers.Store(true)
+	t.Cleanup(func() { testNoHelpers.Store(false) })
 	nis := newNIs(t, 3, NIMatching|NIPhysical)
 	tgt := nis[1]
 	q := mustEQ(t, tgt)
