@@ -173,12 +173,23 @@ func (ni *NI) progressLocked() int {
 		// completions never starve behind a stream of messages.
 		ni.msgRounds++
 		ni.msgLongs = ni.longs.Load()
-		k, err := ni.mcq.PollMessages(ni.msgFn, len(ni.wcs))
+		var k, w int
+		var err error
+		if ni.rcq != nil {
+			k, w, err = ni.rcq.PollRound(ni.msgFn, len(ni.wcs), ni.wcs[:])
+		} else {
+			k, err = ni.mcq.PollMessages(ni.msgFn, len(ni.wcs))
+		}
 		if err == nil && k > 0 {
 			if ni.longs.Load() != ni.msgLongs {
 				ni.msgRounds = msgRoundsMax
 			}
 			return n + k
+		}
+		if err == nil && ni.rcq != nil {
+			// No message: the same call polled the completion queue.
+			ni.msgRounds = 0
+			return n + ni.handleWCs(w)
 		}
 	}
 	ni.msgRounds = 0
@@ -186,6 +197,20 @@ func (ni *NI) progressLocked() int {
 	if err != nil {
 		k = 0
 	}
+	return n + ni.handleWCs(k)
+}
+
+// roundPoller is a message-mode completion queue that runs PollMessages and, when
+// that handed out no message, Poll in one call (msgs is the first's answer, n the
+// second's), cheaper than the two calls: the soft provider takes its progress lock
+// once for both.
+type roundPoller interface {
+	PollRound(h verbs.MessageHandler, max int, wc []verbs.WorkCompletion) (msgs, n int, err error)
+}
+
+// handleWCs handles the k completions polled into ni.wcs (with progMu held) and
+// returns the work done: k, and the messages left for the next round.
+func (ni *NI) handleWCs(k int) int {
 	// Send and RDMA completions are handled at once; messages in arrival order,
 	// and after one that started a long transfer the round ends: a provider that
 	// copies synchronously (the soft one's cross-memory READ) has just moved a whole
@@ -197,7 +222,7 @@ func (ni *NI) progressLocked() int {
 		// in arrival order as below, and a long transfer it starts ends the round
 		// all the same.
 		ni.handleWC(&ni.wcs[0])
-		return n + 1
+		return 1
 	}
 	for i := range ni.wcs[:k] {
 		wc := &ni.wcs[i]
@@ -220,7 +245,7 @@ func (ni *NI) progressLocked() int {
 	clear(ni.recvQ[left:])
 	ni.recvQ = ni.recvQ[:left]
 	// Messages left for the next round count as work: the caller must not sleep.
-	return n + k + left
+	return k + left
 }
 
 // assist runs a progress round for a caller outside the engine that waits for

@@ -154,7 +154,55 @@ func (q *cq) Poll(wc []verbs.WorkCompletion) (int, error) {
 		return 0, verbs.Errorf("poll_cq", verbs.ErrClosed, nil)
 	}
 	q.ctx.markPolled()
+	if countProgLocks {
+		progLocks.Add(1)
+	}
 	q.ctx.progress()
+	return q.pop(wc), nil
+}
+
+// countProgLocks, set by the package's tests, makes the polls count in progLocks
+// the times they try the context's progress lock.
+var countProgLocks bool
+
+var progLocks atomic.Uint64
+
+// progressRound is the round of Context.progress over the connected queue pairs,
+// for a caller that holds the progress lock already (PollRound). It marks the
+// round in flight (inRound) only when a queue pair has work: a round that touches
+// no queue pair uses no region, and the two stores cost more than the look.
+func (c *Context) progressRound() int {
+	n := 0
+	marked := false
+	for _, q := range *c.active.Load() {
+		if q.hasWork() {
+			if !marked {
+				c.inRound.Store(true)
+				marked = true
+			}
+			n += q.progress()
+		}
+	}
+	if marked {
+		c.inRound.Store(false)
+	}
+	return n
+}
+
+// pollLinks is the part of Context.progress that runs without the progress lock:
+// the TCP connections.
+func (c *Context) pollLinks() int {
+	n := 0
+	if ls := c.links.Load(); ls != nil {
+		for _, l := range *ls {
+			n += l.poll()
+		}
+	}
+	return n
+}
+
+// pop moves ready completions into wc.
+func (q *cq) pop(wc []verbs.WorkCompletion) int {
 	n := 0
 	for n < len(wc) && q.tryPop(&wc[n]) {
 		n++
@@ -173,7 +221,7 @@ func (q *cq) Poll(wc []verbs.WorkCompletion) (int, error) {
 			// (another producer's later completions may be there). Take the
 			// overflow only after them, at a later poll.
 			q.mu.Unlock()
-			return n, nil
+			return n
 		}
 		k := copy(wc[n:], q.over[q.overAt:])
 		n += k
@@ -192,7 +240,7 @@ func (q *cq) Poll(wc []verbs.WorkCompletion) (int, error) {
 		q.nover.Store(int32(len(q.over) - q.overAt))
 		q.mu.Unlock()
 	}
-	return n, nil
+	return n
 }
 
 // waitSpin is how many progress rounds Wait runs before it sleeps.

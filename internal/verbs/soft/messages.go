@@ -66,9 +66,46 @@ func (q *cq) PollMessages(h verbs.MessageHandler, max int) (int, error) {
 	}
 	c := q.ctx
 	c.markPolled()
+	if countProgLocks {
+		progLocks.Add(1)
+	}
 	if !c.progMu.TryLock() {
 		return 0, nil
 	}
+	n := q.pollMessagesLocked(h, max)
+	c.progMu.Unlock()
+	return n, nil
+}
+
+// PollRound is one round of a consumer that polls messages first: PollMessages,
+// and when it handed out none, Poll (msgs is PollMessages' answer, n Poll's),
+// with the progress lock taken once instead of twice. A consumer that spins
+// waiting, with nothing arriving, runs such rounds back to back; what a message
+// waits for before it is seen is half of one.
+func (q *cq) PollRound(h verbs.MessageHandler, max int, wc []verbs.WorkCompletion) (msgs, n int, err error) {
+	if q.closed.Load() {
+		return 0, 0, verbs.Errorf("poll_messages", verbs.ErrClosed, nil)
+	}
+	c := q.ctx
+	c.markPolled()
+	if countProgLocks {
+		progLocks.Add(1)
+	}
+	if c.progMu.TryLock() {
+		if msgs = q.pollMessagesLocked(h, max); msgs > 0 {
+			c.progMu.Unlock()
+			return msgs, 0, nil
+		}
+		c.progressRound()
+		c.progMu.Unlock()
+		c.pollLinks()
+	}
+	return 0, q.pop(wc), nil
+}
+
+// pollMessagesLocked is PollMessages with the progress lock held.
+func (q *cq) pollMessagesLocked(h verbs.MessageHandler, max int) int {
+	c := q.ctx
 	n := 0
 	more := true
 	// Round robin: a call that ends early (max reached, or the handler asked)
@@ -100,8 +137,7 @@ func (q *cq) PollMessages(h verbs.MessageHandler, max int) (int, error) {
 	if n == 0 && more && q.msgReady.Load() {
 		q.msgReady.Store(false) // set again by the drain that next stops at a message
 	}
-	c.progMu.Unlock()
-	return n, nil
+	return n
 }
 
 // pollMessages hands out the queue pair's messages, up to max, and reports how

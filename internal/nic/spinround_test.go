@@ -1,0 +1,30 @@
+package nic
+
+import "testing"
+
+// BenchmarkIdleWaitRound is the cost of one round of a waiting caller's spin
+// (progressOnce as CT.Wait runs it) while nothing arrives, on an NI connected to a
+// peer: a message that lands during a round is seen at the next one, so half this
+// cost adds to every one-way latency of a ping-pong.
+func BenchmarkIdleWaitRound(b *testing.B) {
+	s := newSerialPut(b, 8)
+	ni := s.ct.ni
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ni.progressOnce(true)
+	}
+}
+
+// TestEngineUsesPollRound: on a provider whose completion queue runs a message
+// round and a completion round in one call (the soft provider's PollRound), the
+// engine polls through it: an idle round of a waiting caller then takes the
+// provider's progress lock once, not twice.
+func TestEngineUsesPollRound(t *testing.T) {
+	nis := newNIs(t, 1, NIMatching|NIPhysical)
+	if _, ok := nis[0].cq.(roundPoller); !ok {
+		t.Skip("the provider has no PollRound")
+	}
+	if nis[0].rcq == nil {
+		t.Fatal("the engine does not poll with the provider's PollRound")
+	}
+}

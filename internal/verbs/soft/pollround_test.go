@@ -1,0 +1,90 @@
+package soft
+
+import (
+	"testing"
+	"time"
+
+	"github.com/goportals/goportals/internal/verbs"
+)
+
+// TestPollRoundLocksOnce: a round that polls messages and then completions
+// (PollRound) takes the context's progress lock at most once, where PollMessages
+// followed by Poll takes it twice; it finds what they find.
+func TestPollRoundLocksOnce(t *testing.T) {
+	p := msgPair(t, 64)
+	q := p.B.CQ.(*cq)
+	h := func(uint64, []byte) bool { t.Fatal("a message on an idle pair"); return true }
+	var wc [4]verbs.WorkCompletion
+	countProgLocks = true
+	defer func() { countProgLocks = false }()
+	const rounds = 200
+	progLocks.Store(0)
+	for i := 0; i < rounds; i++ {
+		if m, n, err := q.PollRound(h, 16, wc[:]); m != 0 || n != 0 || err != nil {
+			t.Fatalf("idle round: %d messages, %d completions, %v", m, n, err)
+		}
+	}
+	if got := progLocks.Load(); got > rounds || got == 0 {
+		t.Fatalf("%d rounds took the progress lock %d times", rounds, got)
+	}
+	progLocks.Store(0)
+	for i := 0; i < rounds; i++ {
+		q.PollMessages(h, 16)
+		q.Poll(wc[:])
+	}
+	if got := progLocks.Load(); got <= rounds {
+		t.Fatalf("PollMessages then Poll: %d rounds took the progress lock %d times (the count misses some)", rounds, got)
+	}
+}
+
+// TestPollRoundMixed: messages and SENDs that are not messages (longer than the
+// message size, into posted receives) all arrive through PollRound, the messages
+// in order and each receive completed once.
+func TestPollRoundMixed(t *testing.T) {
+	const maxLen = 64
+	p := msgPair(t, maxLen)
+	q := p.B.CQ.(*cq)
+	long := make([]byte, 200)
+	rbuf := p.B.Reg(t, 256, verbs.AccessLocalWrite, 0)
+	got, recvs := 0, 0
+	h := func(_ uint64, b []byte) bool { checkNumbered(t, b, got); got++; return true }
+	var wc [8]verbs.WorkCompletion
+	poll := func() {
+		m, n, err := q.PollRound(h, 16, wc[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m > 0 && n > 0 {
+			t.Fatalf("a round handed out %d messages and %d completions", m, n)
+		}
+		for _, w := range wc[:n] {
+			if w.Status != verbs.StatusSuccess || w.Opcode != verbs.WCRecv || w.ByteLen != uint32(len(long)) {
+				t.Fatalf("completion %+v", w)
+			}
+			recvs++
+		}
+		p.A.CQ.Poll(wc[:])
+	}
+	const n = 300
+	msg := make([]byte, 8)
+	posted := 0
+	for i := 0; i < n; i++ {
+		numbered(msg, i)
+		sendMsg(t, p, msg, poll)
+		if i%10 == 0 {
+			p.B.PostRecv(t, uint64(i), rbuf.SGE(0, 256))
+			for p.A.QP.PostSend([]verbs.SendWR{{Opcode: verbs.OpSend, Flags: verbs.SendInline,
+				SG: []verbs.SGE{{Addr: addrOfBytes(long), Length: uint32(len(long))}}}}) != nil {
+				poll()
+			}
+			posted++
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for (got < n || recvs < posted) && time.Now().Before(deadline) {
+		poll()
+	}
+	if got != n || recvs != posted {
+		t.Fatalf("%d of %d messages, %d of %d receives", got, n, recvs, posted)
+	}
+}
