@@ -88,3 +88,41 @@ func TestPollRoundMixed(t *testing.T) {
 		t.Fatalf("%d of %d messages, %d of %d receives", got, n, recvs, posted)
 	}
 }
+
+// TestPollRoundHandsOutWhatItsRoundFound: a message that lands while PollRound
+// runs its progress round (after it looked for messages) is handed out by the
+// same call, not left for the next one: the drain stops at it and says so
+// (msgReady), and PollRound looks again.
+func TestPollRoundHandsOutWhatItsRoundFound(t *testing.T) {
+	p := msgPair(t, 64)
+	q := p.B.CQ.(*cq)
+	msg := make([]byte, 8)
+	numbered(msg, 0)
+	got := 0
+	h := func(_ uint64, b []byte) bool { checkNumbered(t, b, got); got++; return true }
+	testBeforeRound = func() {
+		testBeforeRound = nil
+		if err := p.A.QP.(verbs.MessageSender).SendMessage(msg); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { testBeforeRound = nil }()
+	var wc [4]verbs.WorkCompletion
+	for i := 0; testBeforeRound != nil; i++ {
+		// (the context's progress goroutine may hold the lock: PollRound then
+		// skips its round)
+		if i == 1e6 {
+			t.Fatal("PollRound never ran its progress round")
+		}
+		m, _, err := q.PollRound(h, 16, wc[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if testBeforeRound == nil && m != 1 {
+			t.Fatalf("the call during which the message landed handed out %d messages", m)
+		}
+	}
+	if got != 1 {
+		t.Fatalf("%d messages", got)
+	}
+}
