@@ -95,6 +95,7 @@ type NI struct {
 	recvQ     []verbs.WorkCompletion // receive completions polled and not yet handled (under progMu)
 	mcq       verbs.MessageCQ        // the provider's message mode (nil: none), see progressLocked
 	msgFn     verbs.MessageHandler   // ni.onMessage, made once
+	mh        me.Header              // handleRequest's header to match (under mu)
 	rcq       roundPoller            // mcq's round of messages then completions in one call (nil: none)
 	msgRounds int                    // message rounds since the completion queue was last polled (under progMu)
 	msgLongs  uint64                 // longs when the message round began (under progMu)
