@@ -54,6 +54,7 @@ func (ni *NI) run() {
 	idle := 0
 	nap := time.NewTimer(time.Hour)
 	nap.Stop()
+	napLen := time.Duration(0) // the last nap while callers poll (0: they stopped)
 	for {
 		select {
 		case <-ni.stop:
@@ -69,16 +70,21 @@ func (ni *NI) run() {
 			// stops polling or is about to block (kick).
 			ni.appPolled.Store(false)
 			idle = 0
-			nap.Reset(appNap)
+			napLen = nextAppNap(napLen)
+			nap.Reset(napLen)
 			select {
 			case <-nap.C:
 			case <-ni.kickCh:
 				nap.Stop()
+				// A caller is about to block: a nap that follows (callers
+				// that polled just before) is the shortest again.
+				napLen = 0
 			case <-ni.stop:
 				return
 			}
 			continue
 		}
+		napLen = 0
 		if idle++; idle < progressSpin || ni.queued.Load() > 0 {
 			// (queued sends wait for room that frees without a completion: keep polling)
 			if countAppPolls {
@@ -121,6 +127,21 @@ func (ni *NI) kick() {
 // that this stays rare, and short enough that a process whose application stops
 // polling without blocking (no kick) gets its progress back soon.
 const appNap = 500 * time.Microsecond
+
+// appNapMax bounds the naps while callers keep polling: each nap that ends to
+// find them still polling is followed by one twice as long (nextAppNap), so a
+// caller that spins for long is preempted by the goroutine's wakes rarely (a
+// put ping-pong on two busy cores lost a round trip to most of them). A caller
+// that stops polling without blocking waits for its progress up to this long.
+const appNapMax = 4 * time.Millisecond
+
+// nextAppNap returns the length of the nap after one of length d (0: the first).
+func nextAppNap(d time.Duration) time.Duration {
+	if d == 0 {
+		return appNap
+	}
+	return min(2*d, appNapMax)
+}
 
 // progressOnce posts queued engine sends and handles one batch of completions, unless
 // another goroutine is doing so. Callers that wait (EQ and CT waits) run it

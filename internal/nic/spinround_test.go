@@ -1,6 +1,9 @@
 package nic
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // BenchmarkIdleWaitRound is the cost of one round of a waiting caller's spin
 // (progressOnce as CT.Wait runs it) while nothing arrives, on an NI connected to a
@@ -26,5 +29,26 @@ func TestEngineUsesPollRound(t *testing.T) {
 	}
 	if nis[0].rcq == nil {
 		t.Fatal("the engine does not poll with the provider's PollRound")
+	}
+}
+
+// TestAppNapGrows: while the application keeps driving progress, each nap of the
+// progress goroutine is twice the one before, up to appNapMax (every end of a nap
+// wakes a thread, which on a host whose cores are busy preempts a spinning
+// caller); a first nap (the application had stopped) is appNap.
+func TestAppNapGrows(t *testing.T) {
+	d := time.Duration(0)
+	var seen []time.Duration
+	for i := 0; i < 12; i++ {
+		d = nextAppNap(d)
+		seen = append(seen, d)
+	}
+	if seen[0] != appNap || seen[1] != 2*appNap || seen[len(seen)-1] != appNapMax {
+		t.Fatalf("naps while the application polls: %v", seen)
+	}
+	for i := 1; i < len(seen); i++ {
+		if seen[i] < seen[i-1] || seen[i] > appNapMax {
+			t.Fatalf("naps while the application polls: %v", seen)
+		}
 	}
 }
