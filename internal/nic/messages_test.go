@@ -167,6 +167,9 @@ func TestMessagesDoNotStarveCompletions(t *testing.T) {
 		}
 	}
 	tni.cq = cc.CQ
+	if r, ok := tni.rcq.(*countingRound); ok {
+		tni.rcq = r.r
+	}
 	tni.progMu.Unlock()
 	if cc.polls == 0 || rounds < n/32 {
 		t.Fatalf("%d rounds, %d polls", rounds, cc.polls)
