@@ -202,7 +202,8 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 		ni.answerHandled(pr, h, eq.NISegv, 0, res.LocalOffset, uint8(res.List), nil)
 		return
 	}
-	ni.deliverAll(t, evs)
+	ni.deliverEvents(t, evs, eq.NIOK, e)
+	ni.evbuf = evs[:0]
 	ni.mu.Unlock()
 	ack := !res.AckDisabled
 	ni.answerHandled(pr, h, eq.NIOK, mlen, res.LocalOffset, uint8(res.List), reply, ack)
