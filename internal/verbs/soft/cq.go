@@ -168,14 +168,20 @@ var countProgLocks bool
 var progLocks atomic.Uint64
 
 // progressRound is the round of Context.progress over the connected queue pairs,
-// for a caller that holds the progress lock already (PollRound). It marks the
-// round in flight (inRound) only when a queue pair has work: a round that touches
-// no queue pair uses no region, and the two stores cost more than the look.
-func (c *Context) progressRound() int {
-	n := 0
+// for a caller that holds the progress lock already (PollRound of mq). It marks
+// the round in flight (inRound) only when a queue pair has work: a round that
+// touches no queue pair uses no region, and the two stores cost more than the
+// look. A queue pair of mq whose only work is a message at the head of its ring is
+// left alone (its drain would stop there at once): msgs says there is one, for
+// PollRound to hand out.
+func (c *Context) progressRound(mq *cq) (n int, msgs bool) {
 	marked := false
 	for _, q := range *c.active.Load() {
 		if q.hasWork() {
+			if q.messageAtHead(mq) {
+				msgs = true
+				continue
+			}
 			if !marked {
 				c.inRound.Store(true)
 				marked = true
@@ -186,7 +192,7 @@ func (c *Context) progressRound() int {
 	if marked {
 		c.inRound.Store(false)
 	}
-	return n
+	return n, msgs
 }
 
 // pollLinks is the part of Context.progress that runs without the progress lock:

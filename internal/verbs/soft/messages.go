@@ -49,6 +49,19 @@ func (q *qp) EnableMessages(tag uint64, maxLen int) error {
 	return nil
 }
 
+// messageAtHead reports, with the progress lock held, whether the only work of q
+// is a message at the head of its inbound ring that PollRound of mq hands out: q
+// is in message mode with mq as its receive queue, ready, with nothing to issue,
+// complete or fail (see hasWork).
+func (q *qp) messageAtHead(mq *cq) bool {
+	if q.rcq != mq || !q.msgOn.Load() || q.State() != verbs.QPReady || q.busy.Load() || q.dead.Load() ||
+		q.in == nil || atomic.LoadUint64(q.out.errToken()) != 0 || atomic.LoadUint32(q.in.closedWord()) != 0 {
+		return false
+	}
+	var m msg
+	return q.in.peek(&m) && q.isMessage(&m)
+}
+
 // isMessage reports whether the peeked header m is one a queue pair in message
 // mode hands out: a well-formed single-fragment SEND without immediate, short
 // enough.
@@ -99,12 +112,11 @@ func (q *cq) PollRound(h verbs.MessageHandler, max int, wc []verbs.WorkCompletio
 		if testBeforeRound != nil {
 			testBeforeRound()
 		}
-		c.progressRound()
-		if q.msgReady.Load() {
-			// The round's drain stopped at a message that landed after the
-			// look above (as often as not a message is seen first there, the
-			// round being the longer part of an idle call): hand it out now,
-			// not a whole call later.
+		if _, head := c.progressRound(q); head || q.msgReady.Load() {
+			// A message landed after the look above (as often as not a
+			// message is seen first in the round, the longer part of an idle
+			// call), at the head of a ring or behind what the round's drain
+			// applied: hand it out now, not a whole call later.
 			if msgs = q.pollMessagesLocked(h, max); msgs > 0 {
 				c.progMu.Unlock()
 				return msgs, 0, nil

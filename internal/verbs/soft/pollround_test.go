@@ -126,3 +126,34 @@ func TestPollRoundHandsOutWhatItsRoundFound(t *testing.T) {
 		t.Fatalf("%d messages", got)
 	}
 }
+
+// TestPollRoundLeavesNoStaleReady: when the message PollRound hands out was the
+// only thing that arrived, the completion queue does not say afterwards that
+// something is ready (Wait would return at once, for nothing). The message
+// lands during the call's progress round, the case where a drain stopped at it
+// and told the queue.
+func TestPollRoundLeavesNoStaleReady(t *testing.T) {
+	p := msgPair(t, 64)
+	q := p.B.CQ.(*cq)
+	msg := make([]byte, 8)
+	h := func(uint64, []byte) bool { return true }
+	testBeforeRound = func() {
+		testBeforeRound = nil
+		if err := p.A.QP.(verbs.MessageSender).SendMessage(msg); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { testBeforeRound = nil }()
+	var wc [4]verbs.WorkCompletion
+	for i := 0; testBeforeRound != nil; i++ {
+		if i == 1e6 {
+			t.Fatal("PollRound never ran its progress round")
+		}
+		if m, _, err := q.PollRound(h, 16, wc[:]); err != nil || (testBeforeRound == nil && m != 1) {
+			t.Fatalf("%d messages, %v", m, err)
+		}
+	}
+	if q.ready() {
+		t.Fatal("the queue says something is ready after its only message was handed out")
+	}
+}
