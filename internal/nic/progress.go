@@ -130,10 +130,16 @@ const appNap = 500 * time.Microsecond
 
 // appNapMax bounds the naps while callers keep polling: each nap that ends to
 // find them still polling is followed by one twice as long (nextAppNap), so a
-// caller that spins for long is preempted by the goroutine's wakes rarely (a
+// caller that spins for long is preempted by the goroutine's wakes less often (a
 // put ping-pong on two busy cores lost a round trip to most of them). A caller
-// that stops polling without blocking waits for its progress up to this long.
-const appNapMax = 4 * time.Millisecond
+// that stops polling without blocking waits for its progress up to this long,
+// and so does every remote put or get to a passive target: "still polling" is
+// one call in the nap, so an application that calls CT or EQ Get once every
+// millisecond or two keeps the naps at their longest, its goroutine serving the
+// target's requests only when each ends. Hence a small bound: twice appNap halves
+// the wakes of a long spin, and what a passive target may wait at most only
+// doubles (a longer nap saves ever fewer wakes for the same added wait).
+const appNapMax = 2 * appNap
 
 // nextAppNap returns the length of the nap after one of length d (0: the first).
 func nextAppNap(d time.Duration) time.Duration {

@@ -52,3 +52,17 @@ func TestAppNapGrows(t *testing.T) {
 		}
 	}
 }
+
+// TestAppNapBoundsPassiveTarget: however long callers polled, the nap the
+// progress goroutine is in when the application stops calling the library (a
+// target gone off to compute, or one that polls with CT or EQ Get only now and
+// then, which keeps the naps at their longest) is all a remote put or get to it
+// waits before the goroutine serves it. That stays within twice the first nap.
+func TestAppNapBoundsPassiveTarget(t *testing.T) {
+	d := time.Duration(0)
+	for i := 0; i < 64; i++ {
+		if d = nextAppNap(d); d > 2*appNap {
+			t.Fatalf("nap %d while callers poll: %v; a target whose application stops calling waits that long for its goroutine", i, d)
+		}
+	}
+}
