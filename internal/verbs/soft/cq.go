@@ -135,6 +135,13 @@ func (q *cq) ready() bool {
 	return q.slots[pos&q.mask].seq.Load() == pos+1 || q.nover.Load() != 0 || q.msgReady.Load()
 }
 
+// hasCompletion reports whether a completion can be polled (ready without the
+// messages).
+func (q *cq) hasCompletion() bool {
+	pos := q.pollPos.Load()
+	return q.slots[pos&q.mask].seq.Load() == pos+1 || q.nover.Load() != 0
+}
+
 // noteMessage records that a message waits for PollMessages and wakes Wait.
 func (q *cq) noteMessage() {
 	if !q.msgReady.Load() {

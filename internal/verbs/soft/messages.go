@@ -94,7 +94,9 @@ func (q *cq) PollMessages(h verbs.MessageHandler, max int) (int, error) {
 // and when it handed out none, Poll (msgs is PollMessages' answer, n Poll's),
 // with the progress lock taken once instead of twice. A consumer that spins
 // waiting, with nothing arriving, runs such rounds back to back; what a message
-// waits for before it is seen is half of one.
+// waits for before it is seen is half of one. A message that lands during the
+// call's own progress round is handed out by the same call unless that round
+// made completions, which go out first.
 func (q *cq) PollRound(h verbs.MessageHandler, max int, wc []verbs.WorkCompletion) (msgs, n int, err error) {
 	if q.closed.Load() {
 		return 0, 0, verbs.Errorf("poll_messages", verbs.ErrClosed, nil)
@@ -112,11 +114,14 @@ func (q *cq) PollRound(h verbs.MessageHandler, max int, wc []verbs.WorkCompletio
 		if testBeforeRound != nil {
 			testBeforeRound()
 		}
-		if _, head := c.progressRound(q); head || q.msgReady.Load() {
+		if _, head := c.progressRound(q); (head || q.msgReady.Load()) && !q.hasCompletion() {
 			// A message landed after the look above (as often as not a
 			// message is seen first in the round, the longer part of an idle
 			// call), at the head of a ring or behind what the round's drain
-			// applied: hand it out now, not a whole call later.
+			// applied: hand it out now, not a whole call later. Not when the
+			// round made completions: the receive of a SEND that came before
+			// the message on its queue pair may be one, and goes out first
+			// (as Poll would, before the next call's messages).
 			if msgs = q.pollMessagesLocked(h, max); msgs > 0 {
 				c.progMu.Unlock()
 				return msgs, 0, nil

@@ -157,3 +157,52 @@ func TestPollRoundLeavesNoStaleReady(t *testing.T) {
 		t.Fatal("the queue says something is ready after its only message was handed out")
 	}
 }
+
+// TestPollRoundReceiveBeforeLaterMessage: a SEND that is not a message (into a
+// posted receive) and a message behind it on the same queue pair reach the
+// consumer of PollRound in that order, as they would through PollMessages then
+// Poll, even when both land during the call's progress round: the round
+// completes the receive and stops at the message, and the call hands out the
+// completion, not the message that came after it.
+func TestPollRoundReceiveBeforeLaterMessage(t *testing.T) {
+	const maxLen = 64
+	p := msgPair(t, maxLen)
+	q := p.B.CQ.(*cq)
+	long := make([]byte, 200)
+	msg := make([]byte, 8)
+	rbuf := p.B.Reg(t, 256, verbs.AccessLocalWrite, 0)
+	p.B.PostRecv(t, 1, rbuf.SGE(0, 256))
+	var order []string
+	h := func(uint64, []byte) bool { order = append(order, "message"); return true }
+	testBeforeRound = func() {
+		testBeforeRound = nil
+		if err := p.A.QP.PostSend([]verbs.SendWR{{Opcode: verbs.OpSend, Flags: verbs.SendInline,
+			SG: []verbs.SGE{{Addr: addrOfBytes(long), Length: uint32(len(long))}}}}); err != nil {
+			t.Error(err)
+		}
+		if err := p.A.QP.(verbs.MessageSender).SendMessage(msg); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { testBeforeRound = nil }()
+	var wc [4]verbs.WorkCompletion
+	for i := 0; len(order) < 2; i++ {
+		if i == 1e6 {
+			t.Fatalf("after %d calls: %v", i, order)
+		}
+		_, n, err := q.PollRound(h, 16, wc[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range wc[:n] {
+			if w.Status != verbs.StatusSuccess || w.Opcode != verbs.WCRecv {
+				t.Fatalf("completion %+v", w)
+			}
+			order = append(order, "receive")
+		}
+		p.A.CQ.Poll(wc[:])
+	}
+	if order[0] != "receive" || order[1] != "message" {
+		t.Fatalf("handed out in the order %v, want the receive, then the message", order)
+	}
+}
