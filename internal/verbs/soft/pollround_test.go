@@ -206,3 +206,31 @@ func TestPollRoundReceiveBeforeLaterMessage(t *testing.T) {
 		t.Fatalf("handed out in the order %v, want the receive, then the message", order)
 	}
 }
+
+// TestPollRoundAllocatesNothing: a message sent and handed out through PollRound,
+// and an idle PollRound, allocate nothing.
+func TestPollRoundAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
+	p := msgPair(t, 64)
+	q := p.B.CQ.(*cq)
+	ms := p.A.QP.(verbs.MessageSender)
+	b := make([]byte, 48)
+	h := func(uint64, []byte) bool { return true }
+	var wc [4]verbs.WorkCompletion
+	once := func() {
+		for ms.SendMessage(b) != nil {
+			q.PollRound(h, 16, wc[:])
+		}
+		for m, _, _ := q.PollRound(h, 16, wc[:]); m == 0; m, _, _ = q.PollRound(h, 16, wc[:]) {
+		}
+		q.PollRound(h, 16, wc[:])
+	}
+	for i := 0; i < 100; i++ {
+		once()
+	}
+	if n := testing.AllocsPerRun(1000, once); n != 0 {
+		t.Fatalf("%v allocations per message", n)
+	}
+}
