@@ -71,11 +71,16 @@ func (ni *NI) handleCTS(pr *peer, h *header, segs []byte) {
 		h.mlength > 0 && h.mlength <= o.length
 	if ok {
 		o.pushed = true
-		// Signaled, as the engine's SENDs now and then, so that a provider that
-		// frees send queue entries only at a completion (an HCA) gets them back; a
-		// failure fails the peer (handleWC's widSend), and with it this operation.
-		wrs, ok = pairSegments(o.pinned.SGEs(nil), segs, h.mlength, verbs.OpRDMAWrite, widSend|uint64(pr.idx),
-			verbs.SendSignaled)
+		// Unsignaled, but for every signalN-th push, as the engine's SENDs: a
+		// provider that frees send queue entries only at a completion (an HCA) gets
+		// them back, and the others cost no completion to post and poll. A failure
+		// completes all the same and fails the peer (handleWC's widSend), and with
+		// it this operation.
+		var flags verbs.SendFlags
+		if ni.pushes.Load()%signalN == signalN-1 {
+			flags = verbs.SendSignaled
+		}
+		wrs, ok = pairSegments(o.pinned.SGEs(nil), segs, h.mlength, verbs.OpRDMAWrite, widSend|uint64(pr.idx), flags)
 	}
 	ni.mu.Unlock()
 	if !ok {
@@ -95,9 +100,9 @@ func (ni *NI) handleCTS(pr *peer, h *header, segs []byte) {
 			return // (a failed peer: both sides fail the operation)
 		}
 	}
-	// A copy just ran (a provider that copies at post): end the progress round
-	// as after a pulled transfer, so completions go first.
-	ni.longs.Add(1)
+	// The round goes on (unlike after a pulled transfer, which ends it so its
+	// completion and answer go first): the next CTS is the next write, and the
+	// writes wait for nothing that a completion would bring.
 	ni.pushes.Add(1)
 	pr.sendOrQueue(&fin)
 }
