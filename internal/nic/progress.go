@@ -80,6 +80,13 @@ func (ni *NI) run() {
 			}
 			continue
 		}
+		if idle >= pushNapAfter && ni.pushHint.Load() {
+			if d := ni.pushNap(); d > 0 {
+				napFor(d) // (see pushNap)
+				idle = 0
+				continue
+			}
+		}
 		if idle++; idle < progressSpin || ni.queued.Load() > 0 {
 			// (queued sends wait for room that frees without a completion: keep polling)
 			if countAppPolls {

@@ -1,6 +1,8 @@
 package nic
 
 import (
+	"time"
+
 	"github.com/goportals/goportals/eq"
 	"github.com/goportals/goportals/internal/envknob"
 	"github.com/goportals/goportals/internal/verbs"
@@ -105,6 +107,50 @@ func (ni *NI) handleCTS(pr *peer, h *header, segs []byte) {
 	// writes wait for nothing that a completion would bring.
 	ni.pushes.Add(1)
 	pr.sendOrQueue(&fin)
+}
+
+// A target whose only work is pushed puts waiting for their data naps between
+// looks for their FINs while more than one waits: the initiator writes them one
+// after the other, so the FINs before the last come no sooner than the data
+// behind them takes to move, and a target that spins meanwhile takes a processor
+// the writer (or anything else) could use, while one that sleeps until woken
+// costs the writer a wake-up call per FIN. The last one the target waits for
+// spinning, as any answer. The nap is half the time the data beyond one put
+// takes at pushNapRate, at most pushNapMax; none is shorter than pushNapMin.
+const (
+	pushNapAfter = 64                     // idle rounds before a nap
+	pushNapRate  = 16 << 10               // bytes per microsecond assumed to move
+	pushNapMin   = 10 * time.Microsecond  // shorter naps are not worth a sleep
+	pushNapMax   = 100 * time.Microsecond // a new request waits at most this long
+)
+
+// pushNap returns how long the progress goroutine may nap, or 0 when it must
+// keep spinning: a target operation that is not a pushed put (a pull's RDMA
+// completions), or fewer than two pushed puts waiting. It clears pushHint when
+// none waits. Called by the progress goroutine, without ni.mu.
+func (ni *NI) pushNap() time.Duration {
+	ni.mu.Lock()
+	defer ni.mu.Unlock()
+	n, bytes, largest := 0, uint64(0), uint64(0)
+	for _, top := range ni.tops {
+		if !top.push {
+			return 0
+		}
+		n++
+		bytes += top.res.MLength
+		largest = max(largest, top.res.MLength)
+	}
+	if n == 0 {
+		ni.pushHint.Store(false)
+	}
+	if n < 2 {
+		return 0
+	}
+	d := time.Duration((bytes-largest)/pushNapRate) * time.Microsecond / 2
+	if d < pushNapMin {
+		return 0
+	}
+	return min(d, pushNapMax)
 }
 
 // handleFin completes a pushed long put at the target: its data is in place (or
