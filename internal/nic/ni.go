@@ -105,6 +105,10 @@ type NI struct {
 	reg       *mdreg.Registry
 	regErr    error
 
+	// pushHint: a pushed long put may wait for its FIN here (set as one starts,
+	// cleared by pushNap when none does).
+	pushHint atomic.Bool
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 }

@@ -65,9 +65,10 @@ func (ni *NI) run() {
 			idle = 0
 			continue
 		}
-		if ni.appPolled.Load() {
-			// A waiting caller drives progress itself: stay off the CPU until it
-			// stops polling or is about to block (kick).
+		if ni.appPolled.Load() || ni.progHeld() {
+			// A waiting caller drives progress itself, or is in a round of its own
+			// (a pushed put's write, say): stay off the CPU until it stops polling
+			// or is about to block (kick).
 			ni.appPolled.Store(false)
 			idle = 0
 			napLen = nextAppNap(napLen)
@@ -85,6 +86,13 @@ func (ni *NI) run() {
 			continue
 		}
 		napLen = 0
+		if idle >= pushNapAfter && ni.pushHint.Load() {
+			if d := ni.pushNap(); d > 0 {
+				napFor(d) // (see pushNap)
+				idle = 0
+				continue
+			}
+		}
 		if idle++; idle < progressSpin || ni.queued.Load() > 0 {
 			// (queued sends wait for room that frees without a completion: keep polling)
 			if countAppPolls {
@@ -107,6 +115,17 @@ func (ni *NI) run() {
 			return
 		}
 	}
+}
+
+// progHeld reports whether a caller holds progMu (only callers that drive
+// progress and this goroutine take it): spinning beside its round would only
+// take a processor from it or from its peer.
+func (ni *NI) progHeld() bool {
+	if ni.progMu.TryLock() {
+		ni.progMu.Unlock()
+		return false
+	}
+	return true
 }
 
 // progressIdle and progressYields count the progress goroutines' idle spin rounds

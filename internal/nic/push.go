@@ -1,6 +1,8 @@
 package nic
 
 import (
+	"time"
+
 	"github.com/goportals/goportals/eq"
 	"github.com/goportals/goportals/internal/envknob"
 	"github.com/goportals/goportals/internal/verbs"
@@ -71,11 +73,16 @@ func (ni *NI) handleCTS(pr *peer, h *header, segs []byte) {
 		h.mlength > 0 && h.mlength <= o.length
 	if ok {
 		o.pushed = true
-		// Signaled, as the engine's SENDs now and then, so that a provider that
-		// frees send queue entries only at a completion (an HCA) gets them back; a
-		// failure fails the peer (handleWC's widSend), and with it this operation.
-		wrs, ok = pairSegments(o.pinned.SGEs(nil), segs, h.mlength, verbs.OpRDMAWrite, widSend|uint64(pr.idx),
-			verbs.SendSignaled)
+		// Unsignaled, but for every signalN-th push, as the engine's SENDs: a
+		// provider that frees send queue entries only at a completion (an HCA) gets
+		// them back, and the others cost no completion to post and poll. A failure
+		// completes all the same and fails the peer (handleWC's widSend), and with
+		// it this operation.
+		var flags verbs.SendFlags
+		if ni.pushes.Load()%signalN == signalN-1 {
+			flags = verbs.SendSignaled
+		}
+		wrs, ok = pairSegments(o.pinned.SGEs(nil), segs, h.mlength, verbs.OpRDMAWrite, widSend|uint64(pr.idx), flags)
 	}
 	ni.mu.Unlock()
 	if !ok {
@@ -95,11 +102,55 @@ func (ni *NI) handleCTS(pr *peer, h *header, segs []byte) {
 			return // (a failed peer: both sides fail the operation)
 		}
 	}
-	// A copy just ran (a provider that copies at post): end the progress round
-	// as after a pulled transfer, so completions go first.
-	ni.longs.Add(1)
+	// The round goes on (unlike after a pulled transfer, which ends it so its
+	// completion and answer go first): the next CTS is the next write, and the
+	// writes wait for nothing that a completion would bring.
 	ni.pushes.Add(1)
 	pr.sendOrQueue(&fin)
+}
+
+// A target whose only work is pushed puts waiting for their data naps between
+// looks for their FINs while more than one waits: the initiator writes them one
+// after the other, so the FINs before the last come no sooner than the data
+// behind them takes to move, and a target that spins meanwhile takes a processor
+// the writer (or anything else) could use, while one that sleeps until woken
+// costs the writer a wake-up call per FIN. The last one the target waits for
+// spinning, as any answer. The nap is half the time the data beyond one put
+// takes at pushNapRate, at most pushNapMax; none is shorter than pushNapMin.
+const (
+	pushNapAfter = 64                     // idle rounds before a nap
+	pushNapRate  = 16 << 10               // bytes per microsecond assumed to move
+	pushNapMin   = 10 * time.Microsecond  // shorter naps are not worth a sleep
+	pushNapMax   = 100 * time.Microsecond // a new request waits at most this long
+)
+
+// pushNap returns how long the progress goroutine may nap, or 0 when it must
+// keep spinning: a target operation that is not a pushed put (a pull's RDMA
+// completions), or fewer than two pushed puts waiting. It clears pushHint when
+// none waits. Called by the progress goroutine, without ni.mu.
+func (ni *NI) pushNap() time.Duration {
+	ni.mu.Lock()
+	defer ni.mu.Unlock()
+	n, bytes, largest := 0, uint64(0), uint64(0)
+	for _, top := range ni.tops {
+		if !top.push {
+			return 0
+		}
+		n++
+		bytes += top.res.MLength
+		largest = max(largest, top.res.MLength)
+	}
+	if n == 0 {
+		ni.pushHint.Store(false)
+	}
+	if n < 2 {
+		return 0
+	}
+	d := time.Duration((bytes-largest)/pushNapRate) * time.Microsecond / 2
+	if d < pushNapMin {
+		return 0
+	}
+	return min(d, pushNapMax)
 }
 
 // handleFin completes a pushed long put at the target: its data is in place (or

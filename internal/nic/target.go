@@ -285,6 +285,7 @@ func (ni *NI) startLong(pr *peer, h *header, payload []byte, t *pt, e *entry, re
 		}
 		top.push, top.pending = true, 1
 		ni.tops[top.id] = top
+		ni.pushHint.Store(true)
 		return top, nil
 	}
 	op := verbs.OpRDMARead
