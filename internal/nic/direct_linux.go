@@ -241,7 +241,7 @@ func directWake(tab []byte) {
 // directWait sleeps until the table's notify word is no longer v, a wake, or a
 // timeout (so the loop also sees a stop request it was not woken for).
 func directWait(tab []byte, v uint32) {
-	ts := unix.Timespec{Nsec: int64(100 * time.Millisecond)}
+	ts := unix.NsecToTimespec(int64(100 * time.Millisecond))
 	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(&tab[dtNotify])), futexWait, uintptr(v),
 		uintptr(unsafe.Pointer(&ts)), 0, 0)
 }

@@ -132,7 +132,8 @@ func cma(pid int, local [][]byte, raddr uint64, write bool) error {
 		for n < len(local) && n < len(iov) {
 			b := local[n]
 			if len(b) > 0 {
-				iov[n] = unix.Iovec{Base: &b[0], Len: uint64(len(b))}
+				iov[n] = unix.Iovec{Base: &b[0]}
+				iov[n].SetLen(len(b))
 			} else {
 				iov[n] = unix.Iovec{}
 			}
@@ -177,13 +178,14 @@ func advanceIovec(iov []unix.Iovec, n uint64) {
 		if n == 0 {
 			return
 		}
-		if iov[i].Len <= n {
-			n -= iov[i].Len
-			iov[i].Len = 0
+		l := uint64(iov[i].Len) // (the field's width follows the platform's word)
+		if l <= n {
+			n -= l
+			iov[i].SetLen(0)
 			continue
 		}
 		iov[i].Base = (*byte)(unsafe.Add(unsafe.Pointer(iov[i].Base), n))
-		iov[i].Len -= n
+		iov[i].SetLen(int(l - n))
 		n = 0
 	}
 }
