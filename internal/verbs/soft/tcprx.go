@@ -37,16 +37,22 @@ func (l *tcpLink) poll() int {
 			n = 1
 		}
 	}
-	empty := l.nEmpty.Load()
-	got := l.pollRx()
+	// A look at the socket's readiness comes before a read: it costs a system
+	// call too, but not the socket's lock (see readable).
+	got, emptyRead := 0, false
+	if l.stalled.Load() || readable(l.fd) {
+		empty := l.nEmpty.Load()
+		got = l.pollRx()
+		emptyRead = got == 0 && l.nEmpty.Load() != empty
+	}
 	gap := time.Duration(0)
 	switch {
 	case n != 0 || l.thin.Load():
 		// Frames wait for room, or a large payload trickles in: let the
 		// socket drain or fill before the next look.
 		gap = tcpBulkGap
-	case got == 0 && l.nEmpty.Load() != empty:
-		gap = tcpPollGap // nothing came
+	case emptyRead:
+		gap = tcpPollGap // a read found nothing
 	}
 	if gap != 0 {
 		if now == 0 {
