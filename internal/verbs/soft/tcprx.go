@@ -75,11 +75,11 @@ const (
 	tcpBulkRead = 64 << 10
 )
 
-// tcpPollGap is how long poll rounds leave a link's socket alone after one
-// found it empty. An empty read costs a system call and the socket's lock, which
-// the kernel's delivery of the next segment then waits for; a caller spinning
-// on Poll made one every few hundred nanoseconds. The gap bounds the delay it
-// adds to a message's arrival.
+// tcpPollGap is how long poll rounds leave a link's socket alone after a read
+// found it empty (a look at its readiness that finds nothing leaves no gap: it
+// does not take the socket's lock). An empty read costs a system call and the
+// socket's lock, which the kernel's delivery of the next segment then waits
+// for. The gap bounds the delay it adds to a message's arrival.
 var tcpPollGap = 2 * time.Microsecond
 
 // ackOverdue reports whether an answer waits for a frame to ride with longer
