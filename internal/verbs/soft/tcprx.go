@@ -241,7 +241,7 @@ func (l *tcpLink) receive() (frames int, drained bool, err error) {
 
 // read reads from the socket (non-blocking) and counts the call.
 func (l *tcpLink) read(b []byte) (int, error) {
-	m, err := syscall.Read(l.fd, b)
+	m, err := readFD(l.fd, b)
 	l.nReads.Add(1)
 	if err == syscall.EAGAIN {
 		l.nEmpty.Add(1)
