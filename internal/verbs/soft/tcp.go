@@ -179,8 +179,9 @@ type tcpLink struct {
 	pfree   []*tcpPending // records for reuse
 	held    []*outItem    // frames behind a fence, waiting for reads to finish
 
-	// Socket calls: reads, reads that found nothing, vectored writes.
-	nReads, nEmpty, nWrites atomic.Uint64
+	// Socket calls: reads, reads that found nothing, vectored writes, looks at
+	// the socket's readiness (caller's poll rounds).
+	nReads, nEmpty, nWrites, nLooks atomic.Uint64
 
 	// viaPoller: the context's poller reads the socket (set before the link
 	// runs). txWait: frames wait for room in the socket. ackDue: when an answer
@@ -190,6 +191,8 @@ type tcpLink struct {
 	ackDue    atomic.Int64
 	nextLook  atomic.Int64 // poll rounds skip the socket until then (tcpClock; 0: no gap)
 	thin      atomic.Bool  // the last read of a large payload was small (tcpBulkGap)
+	bulkUntil atomic.Int64 // the link carries large frames until then (tcpClock; 0: it does not)
+	lastRx    atomic.Int64 // when the link last received a frame (tcpClock; 0: never)
 	epIn      uint32       // the poller's registered interest (epoll events; poller only)
 
 	failed  atomic.Bool

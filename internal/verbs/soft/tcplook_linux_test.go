@@ -2,6 +2,7 @@ package soft
 
 import (
 	"testing"
+	"time"
 
 	"github.com/goportals/goportals/internal/verbs"
 	"github.com/goportals/goportals/internal/verbs/verbstest"
@@ -31,5 +32,83 @@ func TestTCPPollLooksBeforeReading(t *testing.T) {
 	}
 	if n := l.nEmpty.Load() - before; n > 0 {
 		t.Fatalf("1000 polls of an idle link: %d reads found nothing, want none", n)
+	}
+}
+
+// pollIdle polls s's queue n times and returns how many looks at the socket
+// of l those rounds made.
+func pollIdle(t *testing.T, s *verbstest.Side, l *tcpLink, n int) uint64 {
+	t.Helper()
+	before := l.nLooks.Load()
+	var wc [4]verbs.WorkCompletion
+	for i := 0; i < n; i++ {
+		if _, err := s.CQ.Poll(wc[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return l.nLooks.Load() - before
+}
+
+// TestTCPPollPacesLooksInBulk: while a link carries large frames, a caller
+// spinning on Poll looks at an idle socket once per tcpBulkIdleGap (the next
+// piece of the transfer is not far, and a look per round is a system call per
+// round); a link that carries only small frames is looked at every round (a
+// gap would delay the next message's arrival by as much).
+func TestTCPPollPacesLooksInBulk(t *testing.T) {
+	t.Setenv(EnvPath, "tcp")
+	p := verbstest.NewPair(t, softEnv)
+	la, lb := tcpPingPong(t, p, 10) // small frames only
+	if !la.viaPoller || !lb.viaPoller {
+		t.Skip("the links are not served by the poller")
+	}
+	setForTest(t, &tcpPollGap, time.Hour)
+	setForTest(t, &tcpHotFor, time.Hour)
+	setForTest(t, &tcpBulkHold, time.Hour)
+	setForTest(t, &tcpBulkIdleGap, time.Hour)
+	lb.nextLook.Store(0) // a gap the ping-pong's rounds left
+	if n := pollIdle(t, p.B, lb, 100); n != 100 {
+		t.Fatalf("small frames only: 100 polls of an idle link looked %d times, want 100", n)
+	}
+	const size = 1 << 20
+	src := p.A.Reg(t, size, verbs.AccessLocalWrite, 1)
+	dst := p.B.Reg(t, size, verbs.AccessLocalWrite|verbs.AccessRemoteWrite, 0)
+	p.A.PostSend(t, verbs.SendWR{ID: 1, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
+		SG: []verbs.SGE{src.SGE(0, size)}, RemoteAddr: dst.Addr(0), RKey: dst.MR.RKey()})
+	if w := p.A.Wait(t, 1); w[0].Status != verbs.StatusSuccess {
+		t.Fatalf("completion %+v", w[0])
+	}
+	for _, c := range []struct {
+		name string
+		s    *verbstest.Side
+		l    *tcpLink
+	}{{"target", p.B, lb}, {"initiator", p.A, la}} {
+		if n := pollIdle(t, c.s, c.l, 1000); n > 1 {
+			t.Errorf("%s after a large WRITE: 1000 polls of an idle link looked %d times, want at most 1", c.name, n)
+		}
+	}
+}
+
+// TestTCPPollPacesIdleLooks: a caller spinning on Poll looks at a link that
+// has received nothing for a while (a process's link to itself, say, beside
+// the one that carries its traffic) once per tcpPollGap, not every round: a
+// look per round at every idle link lengthens the round, and with it the
+// arrival of what comes on the busy link. A link that has just received is
+// looked at every round.
+func TestTCPPollPacesIdleLooks(t *testing.T) {
+	t.Setenv(EnvPath, "tcp")
+	p := verbstest.NewPair(t, softEnv)
+	la, _ := tcpPingPong(t, p, 10)
+	if !la.viaPoller {
+		t.Skip("the link is not served by the poller")
+	}
+	setForTest(t, &tcpPollGap, time.Hour)
+	setForTest(t, &tcpHotFor, time.Hour)
+	la.nextLook.Store(0) // a gap the ping-pong's rounds left
+	if n := pollIdle(t, p.A, la, 100); n != 100 {
+		t.Fatalf("a link that just received: 100 polls looked %d times, want 100", n)
+	}
+	setForTest(t, &tcpHotFor, 0) // what it received is now old
+	if n := pollIdle(t, p.A, la, 1000); n > 1 {
+		t.Fatalf("a link idle for longer than tcpHotFor: 1000 polls looked %d times, want at most 1", n)
 	}
 }

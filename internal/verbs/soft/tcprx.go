@@ -39,11 +39,13 @@ func (l *tcpLink) poll() int {
 	}
 	// A look at the socket's readiness comes before a read: it costs a system
 	// call too, but not the socket's lock (see readable).
-	got, emptyRead := 0, false
-	if l.stalled.Load() || readable(l.fd) {
+	got, emptyRead, emptyLook := 0, false, false
+	if l.stalled.Load() || l.look() {
 		empty := l.nEmpty.Load()
 		got = l.pollRx()
 		emptyRead = got == 0 && l.nEmpty.Load() != empty
+	} else {
+		emptyLook = true
 	}
 	gap := time.Duration(0)
 	switch {
@@ -53,7 +55,29 @@ func (l *tcpLink) poll() int {
 		gap = tcpBulkGap
 	case emptyRead:
 		gap = tcpPollGap // a read found nothing
+	case emptyLook:
+		if now == 0 {
+			now = tcpClock()
+		}
+		if b := l.bulkUntil.Load(); b != 0 {
+			if now < b {
+				// The link carries large frames: the next piece of the
+				// transfer is not far, and a look per round would be a
+				// system call per round for all of it.
+				gap = tcpBulkIdleGap
+				break
+			}
+			l.bulkUntil.Store(0)
+		}
+		if last := l.lastRx.Load(); last == 0 || now-last > int64(tcpHotFor) {
+			// Idle for a while: a look per round would lengthen every
+			// round for the other links. (A busy link, between small
+			// frames, gets no gap: it would delay the next message's
+			// arrival by as much.)
+			gap = tcpPollGap
+		}
 	}
+
 	if gap != 0 {
 		if now == 0 {
 			now = tcpClock()
@@ -75,12 +99,37 @@ const (
 	tcpBulkRead = 64 << 10
 )
 
+// tcpBulkHold is how long a link counts as carrying large frames after one (of
+// tcpBulkRead bytes or more) began, to go or to come (a variable for the tests).
+var tcpBulkHold = time.Millisecond
+
+// tcpHotFor is how long after it last received a link counts as busy (a
+// variable for the tests).
+var tcpHotFor = 200 * time.Microsecond
+
+// tcpBulkIdleGap is how long poll rounds leave alone a socket that a look
+// found empty while the link carries large frames (a variable for the tests).
+var tcpBulkIdleGap = 8 * time.Microsecond
+
+// markBulk records that a frame of n payload bytes begins on the link.
+func (l *tcpLink) markBulk(n uint64) {
+	if n >= tcpBulkRead {
+		l.bulkUntil.Store(tcpClock() + int64(tcpBulkHold))
+	}
+}
+
 // tcpPollGap is how long poll rounds leave a link's socket alone after a read
 // found it empty (a look at its readiness that finds nothing leaves no gap: it
 // does not take the socket's lock). An empty read costs a system call and the
 // socket's lock, which the kernel's delivery of the next segment then waits
 // for. The gap bounds the delay it adds to a message's arrival.
 var tcpPollGap = 2 * time.Microsecond
+
+// look reports whether the socket holds data to read, and counts the look.
+func (l *tcpLink) look() bool {
+	l.nLooks.Add(1)
+	return readable(l.fd)
+}
 
 // ackOverdue reports whether an answer waits for a frame to ride with longer
 // than tcpAnswerDelay.
@@ -102,6 +151,9 @@ func (l *tcpLink) pollRx() int {
 	n := 0
 	for {
 		got, drained, err := l.receive()
+		if got != 0 && n == 0 {
+			l.lastRx.Store(tcpClock())
+		}
 		n += got
 		if err != nil {
 			l.lost(err)
@@ -286,6 +338,7 @@ func (l *tcpLink) beginFrame() error {
 	}
 	rx.body, rx.left, rx.dst, rx.di, rx.doff, rx.holds, rx.act = f.n > 0, 0, rx.dst[:0], 0, 0, rx.holds[:0], actNone
 	rx.tok = f.token
+	l.markBulk(uint64(f.n))
 	q := l.q
 	c := q.ctx
 	discardAll := func() {
