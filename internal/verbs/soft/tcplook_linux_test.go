@@ -16,13 +16,11 @@ func TestTCPPollLooksBeforeReading(t *testing.T) {
 	setForTest(t, &tcpPollGap, 0)
 	t.Setenv(EnvPath, "tcp")
 	p := verbstest.NewPair(t, softEnv)
-	l := p.A.QP.(*qp).link
-	if l == nil {
-		t.Fatal("the pair is not joined over TCP")
-	}
+	l, lb := tcpPingPong(t, p, 1) // both links run
 	if !l.viaPoller {
 		t.Skip("the link is not served by the poller")
 	}
+	settle(t, p, l, lb)
 	before := l.nEmpty.Load()
 	var wc [4]verbs.WorkCompletion
 	for i := 0; i < 1000; i++ {
@@ -30,8 +28,10 @@ func TestTCPPollLooksBeforeReading(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := l.nEmpty.Load() - before; n > 0 {
-		t.Fatalf("1000 polls of an idle link: %d reads found nothing, want none", n)
+	// (The poller may act once on a readiness it learned before the link
+	// settled, and find the socket emptied by a poll round: one empty read.)
+	if n := l.nEmpty.Load() - before; n > 1 {
+		t.Fatalf("1000 polls of an idle link: %d reads found nothing, want at most 1", n)
 	}
 }
 
@@ -49,25 +49,60 @@ func pollIdle(t *testing.T, s *verbstest.Side, l *tcpLink, n int) uint64 {
 	return l.nLooks.Load() - before
 }
 
+// settle polls both sides until no answer waits to go on either link and
+// neither socket holds data: nothing is in flight.
+func settle(t *testing.T, p *verbstest.Pair, la, lb *tcpLink) {
+	t.Helper()
+	var wc [4]verbs.WorkCompletion
+	for i := 0; ; i++ {
+		if la.ackDue.Load() == 0 && lb.ackDue.Load() == 0 && !la.txWait.Load() && !lb.txWait.Load() &&
+			!readable(la.fd) && !readable(lb.fd) {
+			return
+		}
+		if i == 1e6 {
+			t.Fatal("the links do not settle")
+		}
+		la.nextLook.Store(0)
+		lb.nextLook.Store(0)
+		p.A.CQ.Poll(wc[:])
+		p.B.CQ.Poll(wc[:])
+	}
+}
+
+// hot marks the links as having just received (tcpHotFor set long by the
+// test): a look that finds nothing leaves no gap, and a ping-pong over them
+// does not wait for the poller.
+func hot(ls ...*tcpLink) {
+	for _, l := range ls {
+		l.lastRx.Store(tcpClock())
+		l.nextLook.Store(0)
+	}
+}
+
 // TestTCPPollPacesLooksInBulk: while a link carries large frames, a caller
 // spinning on Poll looks at an idle socket once per tcpBulkIdleGap (the next
 // piece of the transfer is not far, and a look per round is a system call per
-// round); a link that carries only small frames is looked at every round (a
-// gap would delay the next message's arrival by as much).
+// round); a busy link that carries only small frames is looked at every round
+// (a gap would delay the next message's arrival by as much).
 func TestTCPPollPacesLooksInBulk(t *testing.T) {
-	t.Setenv(EnvPath, "tcp")
-	p := verbstest.NewPair(t, softEnv)
-	la, lb := tcpPingPong(t, p, 10) // small frames only
-	if !la.viaPoller || !lb.viaPoller {
-		t.Skip("the links are not served by the poller")
-	}
+	// (The knobs are set before the pair exists: their goroutines read them
+	// until the pair is closed.)
 	setForTest(t, &tcpPollGap, time.Hour)
 	setForTest(t, &tcpHotFor, time.Hour)
 	setForTest(t, &tcpBulkHold, time.Hour)
 	setForTest(t, &tcpBulkIdleGap, time.Hour)
-	lb.nextLook.Store(0) // a gap the ping-pong's rounds left
-	if n := pollIdle(t, p.B, lb, 100); n != 100 {
-		t.Fatalf("small frames only: 100 polls of an idle link looked %d times, want 100", n)
+	t.Setenv(EnvPath, "tcp")
+	p := verbstest.NewPair(t, softEnv)
+	hot(p.A.QP.(*qp).link, p.B.QP.(*qp).link)
+	la, lb := tcpPingPong(t, p, 10) // small frames only
+	if !la.viaPoller || !lb.viaPoller {
+		t.Skip("the links are not served by the poller")
+	}
+	settle(t, p, la, lb)
+	hot(la, lb)
+	// (The context's progress goroutine may look too, between its naps.)
+	if n := pollIdle(t, p.B, lb, 100); n < 100 {
+		t.Fatalf("small frames only: 100 polls of an idle link looked %d times, want 100 or more", n)
 	}
 	const size = 1 << 20
 	src := p.A.Reg(t, size, verbs.AccessLocalWrite, 1)
@@ -77,13 +112,17 @@ func TestTCPPollPacesLooksInBulk(t *testing.T) {
 	if w := p.A.Wait(t, 1); w[0].Status != verbs.StatusSuccess {
 		t.Fatalf("completion %+v", w[0])
 	}
+	settle(t, p, la, lb)
 	for _, c := range []struct {
 		name string
 		s    *verbstest.Side
 		l    *tcpLink
 	}{{"target", p.B, lb}, {"initiator", p.A, la}} {
-		if n := pollIdle(t, c.s, c.l, 1000); n > 1 {
-			t.Errorf("%s after a large WRITE: 1000 polls of an idle link looked %d times, want at most 1", c.name, n)
+		c.l.nextLook.Store(0)
+		// (The context's progress goroutine may look in the same moment as
+		// the first poll: two looks.)
+		if n := pollIdle(t, c.s, c.l, 1000); n > 2 {
+			t.Errorf("%s after a large WRITE: 1000 polls of an idle link looked %d times, want at most 2", c.name, n)
 		}
 	}
 }
@@ -95,20 +134,22 @@ func TestTCPPollPacesLooksInBulk(t *testing.T) {
 // arrival of what comes on the busy link. A link that has just received is
 // looked at every round.
 func TestTCPPollPacesIdleLooks(t *testing.T) {
+	setForTest(t, &tcpPollGap, time.Hour)
+	setForTest(t, &tcpHotFor, time.Hour)
 	t.Setenv(EnvPath, "tcp")
 	p := verbstest.NewPair(t, softEnv)
-	la, _ := tcpPingPong(t, p, 10)
+	hot(p.A.QP.(*qp).link, p.B.QP.(*qp).link)
+	la, lb := tcpPingPong(t, p, 10)
 	if !la.viaPoller {
 		t.Skip("the link is not served by the poller")
 	}
-	setForTest(t, &tcpPollGap, time.Hour)
-	setForTest(t, &tcpHotFor, time.Hour)
-	la.nextLook.Store(0) // a gap the ping-pong's rounds left
-	if n := pollIdle(t, p.A, la, 100); n != 100 {
-		t.Fatalf("a link that just received: 100 polls looked %d times, want 100", n)
+	settle(t, p, la, lb)
+	hot(la, lb)
+	if n := pollIdle(t, p.A, la, 100); n < 100 {
+		t.Fatalf("a link that just received: 100 polls looked %d times, want 100 or more", n)
 	}
-	setForTest(t, &tcpHotFor, 0) // what it received is now old
-	if n := pollIdle(t, p.A, la, 1000); n > 1 {
-		t.Fatalf("a link idle for longer than tcpHotFor: 1000 polls looked %d times, want at most 1", n)
+	la.lastRx.Store(0) // as if it had never received
+	if n := pollIdle(t, p.A, la, 1000); n > 2 {
+		t.Fatalf("a link idle for longer than tcpHotFor: 1000 polls looked %d times, want at most 2", n)
 	}
 }
