@@ -189,11 +189,11 @@ type tcpLink struct {
 	viaPoller bool
 	txWait    atomic.Bool
 	ackDue    atomic.Int64
-	nextLook  atomic.Int64 // poll rounds skip the socket until then (tcpClock; 0: no gap)
-	thin      atomic.Bool  // the last read of a large payload was small (tcpBulkGap)
-	bulkUntil atomic.Int64 // the link carries large frames until then (tcpClock; 0: it does not)
-	lastRx    atomic.Int64 // when the link last received a frame (tcpClock; 0: never)
-	epIn      uint32       // the poller's registered interest (epoll events; poller only)
+	nextLook  atomic.Int64  // poll rounds skip the socket until then (tcpClock; 0: no gap)
+	thin      atomic.Bool   // the last read of a large payload was small (tcpBulkGap)
+	bulkUntil atomic.Int64  // the link carries large frames until then (tcpClock; 0: it does not)
+	quiet     atomic.Uint32 // looks that found the socket empty since the link last received
+	epIn      uint32        // the poller's registered interest (epoll events; poller only)
 
 	failed  atomic.Bool
 	dead    atomic.Bool // a completion already reported the peer's loss

@@ -69,12 +69,20 @@ func settle(t *testing.T, p *verbstest.Pair, la, lb *tcpLink) {
 	}
 }
 
-// hot marks the links as having just received (tcpHotFor set long by the
+// setHotLooks sets tcpHotLooks for the test (before the pair exists: its
+// goroutines read it until it closes).
+func setHotLooks(t *testing.T, v uint32) {
+	old := tcpHotLooks
+	tcpHotLooks = v
+	t.Cleanup(func() { tcpHotLooks = old })
+}
+
+// hot marks the links as having just received (tcpHotLooks set high by the
 // test): a look that finds nothing leaves no gap, and a ping-pong over them
 // does not wait for the poller.
 func hot(ls ...*tcpLink) {
 	for _, l := range ls {
-		l.lastRx.Store(tcpClock())
+		l.quiet.Store(0)
 		l.nextLook.Store(0)
 	}
 }
@@ -88,7 +96,7 @@ func TestTCPPollPacesLooksInBulk(t *testing.T) {
 	// (The knobs are set before the pair exists: their goroutines read them
 	// until the pair is closed.)
 	setForTest(t, &tcpPollGap, time.Hour)
-	setForTest(t, &tcpHotFor, time.Hour)
+	setHotLooks(t, 1<<30)
 	setForTest(t, &tcpBulkHold, time.Hour)
 	setForTest(t, &tcpBulkIdleGap, time.Hour)
 	t.Setenv(EnvPath, "tcp")
@@ -135,7 +143,7 @@ func TestTCPPollPacesLooksInBulk(t *testing.T) {
 // looked at every round.
 func TestTCPPollPacesIdleLooks(t *testing.T) {
 	setForTest(t, &tcpPollGap, time.Hour)
-	setForTest(t, &tcpHotFor, time.Hour)
+	setHotLooks(t, 1<<30)
 	t.Setenv(EnvPath, "tcp")
 	p := verbstest.NewPair(t, softEnv)
 	hot(p.A.QP.(*qp).link, p.B.QP.(*qp).link)
@@ -148,8 +156,8 @@ func TestTCPPollPacesIdleLooks(t *testing.T) {
 	if n := pollIdle(t, p.A, la, 100); n < 100 {
 		t.Fatalf("a link that just received: 100 polls looked %d times, want 100 or more", n)
 	}
-	la.lastRx.Store(0) // as if it had never received
+	la.quiet.Store(1 << 31) // as if it had long been idle
 	if n := pollIdle(t, p.A, la, 1000); n > 2 {
-		t.Fatalf("a link idle for longer than tcpHotFor: 1000 polls looked %d times, want at most 2", n)
+		t.Fatalf("a link idle for longer than tcpHotLooks: 1000 polls looked %d times, want at most 2", n)
 	}
 }
