@@ -72,8 +72,7 @@ func (f fdCloser) Close() error { return unix.Close(int(f)) }
 // would wait for (or hand to the reader's release, after the read has looked).
 func readable(fd int) bool {
 	pfd := unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
-	var ts unix.Timespec
-	n, _, e := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	n, e := pollNow(&pfd)
 	if e != 0 {
 		return true // let the read tell
 	}
