@@ -28,9 +28,13 @@ import (
 // sockets: it waits in the kernel (epoll) until a socket holds data or has room
 // for frames that wait, reads and serves what arrived, and pushes the
 // completions, which wake the completion queues' waiters. While callers poll,
-// the poller naps and their rounds read the sockets without blocking, leaving an
-// empty socket alone for a short gap (tcpPollGap, tcpBulkGap): a spinning
-// caller does not pay a system call per round, and a Poll never blocks.
+// the poller naps and their rounds look at the sockets' readiness (a poll with
+// no timeout, which unlike a read does not take the socket's lock) and read
+// what arrived without blocking. A busy link is looked at every round; an idle
+// one (tcpHotLooks), one that carries large frames, or one whose payload
+// trickles in or whose frames wait for room is left alone for a short gap
+// (tcpPollGap, tcpBulkIdleGap, tcpBulkGap): a spinning caller does not pay a
+// system call per round for it, and a Poll never blocks.
 // Requests are written by the goroutine that posts them, with the header and the
 // payload, straight from the registered memory, in one vectored write; the ACK of a SEND or WRITE waits up
 // to tcpAnswerDelay for the next frame the link sends and rides with it (a
