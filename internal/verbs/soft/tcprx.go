@@ -69,7 +69,9 @@ func (l *tcpLink) poll() int {
 			}
 			l.bulkUntil.Store(0)
 		}
-		if l.quiet.Add(1) > tcpHotLooks {
+		if q := l.quiet.Load(); q <= tcpHotLooks {
+			l.quiet.Store(q + 1) // (rounds racing may count one look once)
+		} else {
 			// Idle for a while: a look per round would lengthen every
 			// round for the other links. (A busy link, between small
 			// frames, gets no gap: it would delay the next message's
