@@ -31,7 +31,7 @@ import (
 // the poller naps and their rounds look at the sockets' readiness (a poll with
 // no timeout, which unlike a read does not take the socket's lock) and read
 // what arrived without blocking. A busy link is looked at every round; an idle
-// one (tcpHotLooks), one that carries large frames, or one whose payload
+// one (tcpHotLooks), one amid a large incoming frame, or one whose payload
 // trickles in or whose frames wait for room is left alone for a short gap
 // (tcpPollGap, tcpBulkIdleGap, tcpBulkGap): a spinning caller does not pay a
 // system call per round for it, and a Poll never blocks.
@@ -195,7 +195,7 @@ type tcpLink struct {
 	ackDue    atomic.Int64
 	nextLook  atomic.Int64  // poll rounds skip the socket until then (tcpClock; 0: no gap)
 	thin      atomic.Bool   // the last read of a large payload was small (tcpBulkGap)
-	bulkUntil atomic.Int64  // the link carries large frames until then (tcpClock; 0: it does not)
+	bulkUntil atomic.Int64  // a large incoming frame is partly received (until then at most: tcpClock; 0: none)
 	quiet     atomic.Uint32 // looks that found the socket empty since the link last received
 	epIn      uint32        // the poller's registered interest (epoll events; poller only)
 

@@ -61,7 +61,7 @@ func (l *tcpLink) poll() int {
 				now = tcpClock()
 			}
 			if now < b {
-				// The link carries large frames: the next piece of the
+				// A large frame is partly here: the next piece of the
 				// transfer is not far, and a look per round would be a
 				// system call per round for all of it.
 				gap = tcpBulkIdleGap
@@ -101,8 +101,8 @@ const (
 	tcpBulkRead = 64 << 10
 )
 
-// tcpBulkHold is how long a link counts as carrying large frames after one (of
-// tcpBulkRead bytes or more) began, to go or to come (a variable for the tests).
+// tcpBulkHold is how long at most a link counts as carrying a large frame (of
+// tcpBulkRead bytes or more) after it began to come (a variable for the tests).
 var tcpBulkHold = time.Millisecond
 
 // tcpHotLooks is how many looks in a row may find a link's socket empty
@@ -115,7 +115,10 @@ var tcpHotLooks uint32 = 256
 // found empty while the link carries large frames (a variable for the tests).
 var tcpBulkIdleGap = 8 * time.Microsecond
 
-// markBulk records that a frame of n payload bytes begins on the link.
+// markBulk records that an incoming frame of n payload bytes begins on the
+// link: while a large one is partly received, the rest of it is on its way.
+// (Between frames, or while a request waits for its answer, what comes next may
+// be an answer or the next request of a ping-pong: endFrame clears the mark.)
 func (l *tcpLink) markBulk(n uint64) {
 	if n >= tcpBulkRead {
 		l.bulkUntil.Store(tcpClock() + int64(tcpBulkHold))
@@ -455,6 +458,9 @@ func (l *tcpLink) beginFrame() error {
 // endFrame runs what follows a frame's payload.
 func (l *tcpLink) endFrame() error {
 	rx := &l.rx
+	if l.bulkUntil.Load() != 0 {
+		l.bulkUntil.Store(0) // the large frame is all here
+	}
 	for _, h := range rx.holds {
 		release(h)
 	}

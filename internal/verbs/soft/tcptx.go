@@ -274,7 +274,6 @@ func (l *tcpLink) postSend(wrs []verbs.SendWR) error {
 		l.pending[tok] = p
 		l.order = append(l.order, tok)
 		l.pmu.Unlock()
-		l.markBulk(total) // a large WRITE or SEND, or a READ of much
 		f := frame{token: tok, raddr: wr.RemoteAddr, rkey: wr.RKey, n: uint32(total), imm: wr.Imm}
 		switch wr.Opcode {
 		case verbs.OpSend, verbs.OpSendWithImm:
