@@ -28,9 +28,13 @@ import (
 // sockets: it waits in the kernel (epoll) until a socket holds data or has room
 // for frames that wait, reads and serves what arrived, and pushes the
 // completions, which wake the completion queues' waiters. While callers poll,
-// the poller naps and their rounds read the sockets without blocking, leaving an
-// empty socket alone for a short gap (tcpPollGap, tcpBulkGap): a spinning
-// caller does not pay a system call per round, and a Poll never blocks.
+// the poller naps and their rounds look at the sockets' readiness (a poll with
+// no timeout, which unlike a read does not take the socket's lock) and read
+// what arrived without blocking. A busy link is looked at every round; an idle
+// one (tcpHotLooks), one amid a large incoming frame, or one whose payload
+// trickles in or whose frames wait for room is left alone for a short gap
+// (tcpPollGap, tcpBulkIdleGap, tcpBulkGap): a spinning caller does not pay a
+// system call per round for it, and a Poll never blocks.
 // Requests are written by the goroutine that posts them, with the header and the
 // payload, straight from the registered memory, in one vectored write; the ACK of a SEND or WRITE waits up
 // to tcpAnswerDelay for the next frame the link sends and rides with it (a
@@ -179,8 +183,9 @@ type tcpLink struct {
 	pfree   []*tcpPending // records for reuse
 	held    []*outItem    // frames behind a fence, waiting for reads to finish
 
-	// Socket calls: reads, reads that found nothing, vectored writes.
-	nReads, nEmpty, nWrites atomic.Uint64
+	// Socket calls: reads, reads that found nothing, vectored writes, looks at
+	// the socket's readiness (caller's poll rounds).
+	nReads, nEmpty, nWrites, nLooks atomic.Uint64
 
 	// viaPoller: the context's poller reads the socket (set before the link
 	// runs). txWait: frames wait for room in the socket. ackDue: when an answer
@@ -188,9 +193,11 @@ type tcpLink struct {
 	viaPoller bool
 	txWait    atomic.Bool
 	ackDue    atomic.Int64
-	nextLook  atomic.Int64 // poll rounds skip the socket until then (tcpClock; 0: no gap)
-	thin      atomic.Bool  // the last read of a large payload was small (tcpBulkGap)
-	epIn      uint32       // the poller's registered interest (epoll events; poller only)
+	nextLook  atomic.Int64  // poll rounds skip the socket until then (tcpClock; 0: no gap)
+	thin      atomic.Bool   // the last read of a large payload was small (tcpBulkGap)
+	bulkUntil atomic.Int64  // a large incoming frame is partly received (until then at most: tcpClock; 0: none)
+	quiet     atomic.Uint32 // looks that found the socket empty since the link last received
+	epIn      uint32        // the poller's registered interest (epoll events; poller only)
 
 	failed  atomic.Bool
 	dead    atomic.Bool // a completion already reported the peer's loss

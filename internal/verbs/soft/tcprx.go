@@ -37,17 +37,49 @@ func (l *tcpLink) poll() int {
 			n = 1
 		}
 	}
-	empty := l.nEmpty.Load()
-	got := l.pollRx()
+	// A look at the socket's readiness comes before a read: it costs a system
+	// call too, but not the socket's lock (see readable).
+	got, emptyRead, emptyLook := 0, false, false
+	if l.stalled.Load() || l.look() {
+		empty := l.nEmpty.Load()
+		got = l.pollRx()
+		emptyRead = got == 0 && l.nEmpty.Load() != empty
+	} else {
+		emptyLook = true
+	}
 	gap := time.Duration(0)
 	switch {
 	case n != 0 || l.thin.Load():
 		// Frames wait for room, or a large payload trickles in: let the
 		// socket drain or fill before the next look.
 		gap = tcpBulkGap
-	case got == 0 && l.nEmpty.Load() != empty:
-		gap = tcpPollGap // nothing came
+	case emptyRead:
+		gap = tcpPollGap // a read found nothing
+	case emptyLook:
+		if b := l.bulkUntil.Load(); b != 0 {
+			if now == 0 {
+				now = tcpClock()
+			}
+			if now < b {
+				// A large frame is partly here: the next piece of the
+				// transfer is not far, and a look per round would be a
+				// system call per round for all of it.
+				gap = tcpBulkIdleGap
+				break
+			}
+			l.bulkUntil.Store(0)
+		}
+		if q := l.quiet.Load(); q <= tcpHotLooks {
+			l.quiet.Store(q + 1) // (rounds racing may count one look once)
+		} else {
+			// Idle for a while: a look per round would lengthen every
+			// round for the other links. (A busy link, between small
+			// frames, gets no gap: it would delay the next message's
+			// arrival by as much.)
+			gap = tcpPollGap
+		}
 	}
+
 	if gap != 0 {
 		if now == 0 {
 			now = tcpClock()
@@ -69,12 +101,42 @@ const (
 	tcpBulkRead = 64 << 10
 )
 
-// tcpPollGap is how long poll rounds leave a link's socket alone after one
-// found it empty. An empty read costs a system call and the socket's lock, which
-// the kernel's delivery of the next segment then waits for; a caller spinning
-// on Poll made one every few hundred nanoseconds. The gap bounds the delay it
-// adds to a message's arrival.
+// tcpBulkHold is how long at most a link counts as carrying a large frame (of
+// tcpBulkRead bytes or more) after it began to come (a variable for the tests).
+var tcpBulkHold = time.Millisecond
+
+// tcpHotLooks is how many looks in a row may find a link's socket empty
+// before the link counts as idle (a variable for the tests): counted, not
+// timed, so that a busy link's looks cost no clock reading. A spinning caller
+// looks a few hundred times in 100 µs.
+var tcpHotLooks uint32 = 256
+
+// tcpBulkIdleGap is how long poll rounds leave alone a socket that a look
+// found empty while the link carries large frames (a variable for the tests).
+var tcpBulkIdleGap = 8 * time.Microsecond
+
+// markBulk records that an incoming frame of n payload bytes begins on the
+// link: while a large one is partly received, the rest of it is on its way.
+// (Between frames, or while a request waits for its answer, what comes next may
+// be an answer or the next request of a ping-pong: endFrame clears the mark.)
+func (l *tcpLink) markBulk(n uint64) {
+	if n >= tcpBulkRead {
+		l.bulkUntil.Store(tcpClock() + int64(tcpBulkHold))
+	}
+}
+
+// tcpPollGap is how long poll rounds leave a link's socket alone after a read
+// found it empty (a look at its readiness that finds nothing leaves no gap: it
+// does not take the socket's lock). An empty read costs a system call and the
+// socket's lock, which the kernel's delivery of the next segment then waits
+// for. The gap bounds the delay it adds to a message's arrival.
 var tcpPollGap = 2 * time.Microsecond
+
+// look reports whether the socket holds data to read, and counts the look.
+func (l *tcpLink) look() bool {
+	l.nLooks.Add(1)
+	return readable(l.fd)
+}
 
 // ackOverdue reports whether an answer waits for a frame to ride with longer
 // than tcpAnswerDelay.
@@ -96,6 +158,9 @@ func (l *tcpLink) pollRx() int {
 	n := 0
 	for {
 		got, drained, err := l.receive()
+		if got != 0 && n == 0 && l.quiet.Load() != 0 {
+			l.quiet.Store(0)
+		}
 		n += got
 		if err != nil {
 			l.lost(err)
@@ -235,7 +300,7 @@ func (l *tcpLink) receive() (frames int, drained bool, err error) {
 
 // read reads from the socket (non-blocking) and counts the call.
 func (l *tcpLink) read(b []byte) (int, error) {
-	m, err := syscall.Read(l.fd, b)
+	m, err := readFD(l.fd, b)
 	l.nReads.Add(1)
 	if err == syscall.EAGAIN {
 		l.nEmpty.Add(1)
@@ -280,6 +345,7 @@ func (l *tcpLink) beginFrame() error {
 	}
 	rx.body, rx.left, rx.dst, rx.di, rx.doff, rx.holds, rx.act = f.n > 0, 0, rx.dst[:0], 0, 0, rx.holds[:0], actNone
 	rx.tok = f.token
+	l.markBulk(uint64(f.n))
 	q := l.q
 	c := q.ctx
 	discardAll := func() {
@@ -392,6 +458,9 @@ func (l *tcpLink) beginFrame() error {
 // endFrame runs what follows a frame's payload.
 func (l *tcpLink) endFrame() error {
 	rx := &l.rx
+	if l.bulkUntil.Load() != 0 {
+		l.bulkUntil.Store(0) // the large frame is all here
+	}
 	for _, h := range rx.holds {
 		release(h)
 	}

@@ -1,0 +1,187 @@
+package soft
+
+import (
+	"testing"
+	"time"
+
+	"github.com/goportals/goportals/internal/verbs"
+	"github.com/goportals/goportals/internal/verbs/verbstest"
+)
+
+// TestTCPPollLooksBeforeReading: a caller spinning on Poll over an idle link,
+// with no gap between the rounds' looks, makes no read of the empty socket: the
+// rounds look at its readiness first (a read that finds nothing takes the
+// socket's lock, which the delivery of the next segment waits for).
+func TestTCPPollLooksBeforeReading(t *testing.T) {
+	setForTest(t, &tcpPollGap, 0)
+	t.Setenv(EnvPath, "tcp")
+	p := verbstest.NewPair(t, softEnv)
+	l, lb := tcpPingPong(t, p, 1) // both links run
+	if !l.viaPoller {
+		t.Skip("the link is not served by the poller")
+	}
+	settle(t, p, l, lb)
+	before := l.nEmpty.Load()
+	var wc [4]verbs.WorkCompletion
+	for i := 0; i < 1000; i++ {
+		if _, err := p.A.CQ.Poll(wc[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// (The poller may act once on a readiness it learned before the link
+	// settled, and find the socket emptied by a poll round: one empty read.)
+	if n := l.nEmpty.Load() - before; n > 1 {
+		t.Fatalf("1000 polls of an idle link: %d reads found nothing, want at most 1", n)
+	}
+}
+
+// pollIdle polls s's queue n times and returns how many looks at the socket
+// of l those rounds made.
+func pollIdle(t *testing.T, s *verbstest.Side, l *tcpLink, n int) uint64 {
+	t.Helper()
+	before := l.nLooks.Load()
+	var wc [4]verbs.WorkCompletion
+	for i := 0; i < n; i++ {
+		if _, err := s.CQ.Poll(wc[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return l.nLooks.Load() - before
+}
+
+// settle polls both sides until no answer waits to go on either link and
+// neither socket holds data: nothing is in flight.
+func settle(t *testing.T, p *verbstest.Pair, la, lb *tcpLink) {
+	t.Helper()
+	var wc [4]verbs.WorkCompletion
+	for i := 0; ; i++ {
+		if la.ackDue.Load() == 0 && lb.ackDue.Load() == 0 && !la.txWait.Load() && !lb.txWait.Load() &&
+			!readable(la.fd) && !readable(lb.fd) {
+			return
+		}
+		if i == 1e6 {
+			t.Fatal("the links do not settle")
+		}
+		la.nextLook.Store(0)
+		lb.nextLook.Store(0)
+		p.A.CQ.Poll(wc[:])
+		p.B.CQ.Poll(wc[:])
+	}
+}
+
+// setHotLooks sets tcpHotLooks for the test (before the pair exists: its
+// goroutines read it until it closes).
+func setHotLooks(t *testing.T, v uint32) {
+	old := tcpHotLooks
+	tcpHotLooks = v
+	t.Cleanup(func() { tcpHotLooks = old })
+}
+
+// hot marks the links as having just received (tcpHotLooks set high by the
+// test): a look that finds nothing leaves no gap, and a ping-pong over them
+// does not wait for the poller.
+func hot(ls ...*tcpLink) {
+	for _, l := range ls {
+		l.quiet.Store(0)
+		l.nextLook.Store(0)
+	}
+}
+
+// TestTCPPollPacesLooksInBulk: while a large frame is partly received (the
+// rest of it is on its way), a caller spinning on Poll looks at the link's
+// empty socket once per tcpBulkIdleGap (a look per round would be a system call
+// per round for all of the transfer); a link that carries only small frames, or
+// whose large frames are all done, is looked at every round: what it waits for
+// may be an answer (the ACK of a large WRITE, the next request of a ping-pong),
+// which a gap would delay by as much.
+func TestTCPPollPacesLooksInBulk(t *testing.T) {
+	// (The knobs are set before the pair exists: their goroutines read them
+	// until the pair is closed.)
+	setForTest(t, &tcpPollGap, time.Hour)
+	setHotLooks(t, 1<<30)
+	setForTest(t, &tcpBulkHold, time.Hour)
+	setForTest(t, &tcpBulkIdleGap, time.Hour)
+	t.Setenv(EnvPath, "tcp")
+	p := verbstest.NewPair(t, softEnv)
+	hot(p.A.QP.(*qp).link, p.B.QP.(*qp).link)
+	la, lb := tcpPingPong(t, p, 10) // small frames only
+	if !la.viaPoller || !lb.viaPoller {
+		t.Skip("the links are not served by the poller")
+	}
+	settle(t, p, la, lb)
+	hot(la, lb)
+	// (The context's progress goroutine may look too, between its naps.)
+	if n := pollIdle(t, p.B, lb, 100); n < 100 {
+		t.Fatalf("small frames only: 100 polls of an idle link looked %d times, want 100 or more", n)
+	}
+	const size = 1 << 20
+	src := p.A.Reg(t, size, verbs.AccessLocalWrite, 1)
+	dst := p.B.Reg(t, size, verbs.AccessLocalWrite|verbs.AccessRemoteWrite, 0)
+	p.A.PostSend(t, verbs.SendWR{ID: 1, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
+		SG: []verbs.SGE{src.SGE(0, size)}, RemoteAddr: dst.Addr(0), RKey: dst.MR.RKey()})
+	if w := p.A.Wait(t, 1); w[0].Status != verbs.StatusSuccess {
+		t.Fatalf("completion %+v", w[0])
+	}
+	settle(t, p, la, lb)
+	hot(la, lb)
+	for _, c := range []struct {
+		name string
+		s    *verbstest.Side
+		l    *tcpLink
+	}{{"target", p.B, lb}, {"initiator", p.A, la}} {
+		if n := pollIdle(t, c.s, c.l, 100); n < 100 {
+			t.Errorf("%s after a large WRITE completed: 100 polls of an idle link looked %d times, want 100 or more", c.name, n)
+		}
+	}
+	// A large WRITE whose first part only has come: the header and a little
+	// of the payload, written on A's socket as A's link would.
+	var hdr [frameLen]byte
+	f := frame{kind: frWrite, token: 1 << 40, raddr: dst.Addr(0), rkey: dst.MR.RKey(), n: size}
+	f.put(hdr[:])
+	part := make([]byte, 4<<10)
+	la.txMu.Lock()
+	m, err := writev(la.fd, [][]byte{hdr[:], part})
+	la.txMu.Unlock()
+	if err != nil || m != len(hdr)+len(part) {
+		t.Fatalf("writev: %d, %v", m, err)
+	}
+	for i := 0; readable(lb.fd); i++ {
+		if i == 1e6 {
+			t.Fatal("the part of the frame is not read")
+		}
+		lb.nextLook.Store(0)
+		var wc [4]verbs.WorkCompletion
+		p.B.CQ.Poll(wc[:])
+	}
+	lb.nextLook.Store(0)
+	if n := pollIdle(t, p.B, lb, 1000); n > 2 {
+		t.Errorf("target amid a large frame: 1000 polls of an idle link looked %d times, want at most 2", n)
+	}
+}
+
+// TestTCPPollPacesIdleLooks: a caller spinning on Poll looks at a link that
+// has received nothing for a while (a process's link to itself, say, beside
+// the one that carries its traffic) once per tcpPollGap, not every round: a
+// look per round at every idle link lengthens the round, and with it the
+// arrival of what comes on the busy link. A link that has just received is
+// looked at every round.
+func TestTCPPollPacesIdleLooks(t *testing.T) {
+	setForTest(t, &tcpPollGap, time.Hour)
+	setHotLooks(t, 1<<30)
+	t.Setenv(EnvPath, "tcp")
+	p := verbstest.NewPair(t, softEnv)
+	hot(p.A.QP.(*qp).link, p.B.QP.(*qp).link)
+	la, lb := tcpPingPong(t, p, 10)
+	if !la.viaPoller {
+		t.Skip("the link is not served by the poller")
+	}
+	settle(t, p, la, lb)
+	hot(la, lb)
+	if n := pollIdle(t, p.A, la, 100); n < 100 {
+		t.Fatalf("a link that just received: 100 polls looked %d times, want 100 or more", n)
+	}
+	la.quiet.Store(1 << 31) // as if it had long been idle
+	if n := pollIdle(t, p.A, la, 1000); n > 2 {
+		t.Fatalf("a link idle for longer than tcpHotLooks: 1000 polls looked %d times, want at most 2", n)
+	}
+}
