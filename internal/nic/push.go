@@ -73,16 +73,12 @@ func (ni *NI) handleCTS(pr *peer, h *header, segs []byte) {
 		h.mlength > 0 && h.mlength <= o.length
 	if ok {
 		o.pushed = true
-		// Unsignaled, but for every signalN-th push, as the engine's SENDs: a
-		// provider that frees send queue entries only at a completion (an HCA) gets
-		// them back, and the others cost no completion to post and poll. A failure
-		// completes all the same and fails the peer (handleWC's widSend), and with
-		// it this operation.
-		var flags verbs.SendFlags
-		if ni.pushes.Load()%signalN == signalN-1 {
-			flags = verbs.SendSignaled
-		}
-		wrs, ok = pairSegments(o.pinned.SGEs(nil), segs, h.mlength, verbs.OpRDMAWrite, widSend|uint64(pr.idx), flags)
+		// Unsignaled (but for one in every signalN requests on the queue pair,
+		// postLocked): a provider that frees send queue entries only at a
+		// completion (an HCA) gets them back, and the others cost no completion
+		// to post and poll. A failure completes all the same and fails the peer
+		// (handleWC's widSend), and with it this operation.
+		wrs, ok = pairSegments(o.pinned.SGEs(nil), segs, h.mlength, verbs.OpRDMAWrite, widSend|uint64(pr.idx), 0)
 	}
 	ni.mu.Unlock()
 	if !ok {
