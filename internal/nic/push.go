@@ -122,11 +122,19 @@ const (
 
 // pushNap returns how long the progress goroutine may nap, or 0 when it must
 // keep spinning: a target operation that is not a pushed put (a pull's RDMA
-// completions), or fewer than two pushed puts waiting. It clears pushHint when
+// completions), an initiator operation of this NI (its answer, or a CTS to
+// write for, would wait the nap), engine sends queued for room, or fewer than
+// two pushed puts waiting. It clears pushHint when
 // none waits. Called by the progress goroutine, without ni.mu.
 func (ni *NI) pushNap() time.Duration {
+	if ni.queued.Load() > 0 {
+		return 0 // (sends wait for room that frees without a completion)
+	}
 	ni.mu.Lock()
 	defer ni.mu.Unlock()
+	if len(ni.ops) > 0 {
+		return 0 // operations of our own wait for answers (or CTSs) we must see
+	}
 	n, bytes, largest := 0, uint64(0), uint64(0)
 	for _, top := range ni.tops {
 		if !top.push {
