@@ -127,14 +127,8 @@ const (
 // two pushed puts waiting. It clears pushHint when
 // none waits. Called by the progress goroutine, without ni.mu.
 func (ni *NI) pushNap() time.Duration {
-	if ni.queued.Load() > 0 {
-		return 0 // (sends wait for room that frees without a completion)
-	}
 	ni.mu.Lock()
 	defer ni.mu.Unlock()
-	if len(ni.ops) > 0 {
-		return 0 // operations of our own wait for answers (or CTSs) we must see
-	}
 	n, bytes, largest := 0, uint64(0), uint64(0)
 	for _, top := range ni.tops {
 		if !top.push {
@@ -147,7 +141,9 @@ func (ni *NI) pushNap() time.Duration {
 	if n == 0 {
 		ni.pushHint.Store(false)
 	}
-	if n < 2 {
+	if n < 2 || len(ni.ops) > 0 || ni.queued.Load() > 0 {
+		// (Operations of our own wait for answers, or CTSs, that must not wait a
+		// nap; queued sends wait for room that frees without a completion.)
 		return 0
 	}
 	d := time.Duration((bytes-largest)/pushNapRate) * time.Microsecond / 2
