@@ -114,7 +114,7 @@ func (ni *NI) handleCTS(pr *peer, h *header, segs []byte) {
 // spinning, as any answer. The nap is half the time the data beyond one put
 // takes at pushNapRate, at most pushNapMax; none is shorter than pushNapMin.
 const (
-	pushNapAfter = 64                     // idle rounds before a nap
+	pushNapAfter = 64                     // idle rounds before a nap, and between the looks whether to nap
 	pushNapRate  = 16 << 10               // bytes per microsecond assumed to move
 	pushNapMin   = 10 * time.Microsecond  // shorter naps are not worth a sleep
 	pushNapMax   = 100 * time.Microsecond // a new request waits at most this long
