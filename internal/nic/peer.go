@@ -17,7 +17,7 @@ const (
 	// At least recvDepth-repostBatch+1 receives stay posted.
 	repostBatch = 16
 	sendDepth   = 256 // send queue per peer
-	signalN     = 32  // every n-th inline send is signaled so the provider can free slots
+	signalN     = 32  // at least every n-th request posted on a queue pair is signaled so the provider can free slots
 )
 
 // Work request ids: the top byte says what completed.
@@ -49,7 +49,7 @@ type peer struct {
 	scratch []byte // the message being sent: header, then payload (msgMax bytes)
 	sges    []verbs.SGE
 	wr      [1]verbs.SendWR
-	nsend   int
+	unsig   int // requests posted since the last signaled one (signal)
 	failed  bool
 	queue   []queued                  // engine sends waiting for room (under ni.progMu)
 	rwr     [repostBatch]verbs.RecvWR // handled slots not yet posted again (the first nre)
@@ -197,14 +197,31 @@ func (pr *peer) trySend(h *header, parts ...[]byte) error {
 			}
 		}
 	}
-	flags := verbs.SendInline
-	if pr.nsend++; pr.nsend%signalN == 0 {
-		flags |= verbs.SendSignaled
+	pr.wr[0] = verbs.SendWR{ID: widSend | uint64(pr.idx), Opcode: verbs.OpSend, Flags: verbs.SendInline, SG: sg}
+	return pr.postLocked()
+}
+
+// postLocked posts pr.wr[0] (pr.sendMu held), signaled if it asks to be or if
+// signalN-1 requests went unsignaled before it on this queue pair, whatever they
+// were (sends, pushed puts' writes): a provider that frees send queue entries
+// only at a completion (an HCA) then always gets them back before the queue
+// fills (sendDepth > signalN).
+func (pr *peer) postLocked() error {
+	sig := pr.wr[0].Flags&verbs.SendSignaled != 0 || pr.unsig >= signalN-1
+	if sig {
+		pr.wr[0].Flags |= verbs.SendSignaled
 	}
-	pr.wr[0] = verbs.SendWR{ID: widSend | uint64(pr.idx), Opcode: verbs.OpSend, Flags: flags, SG: sg}
 	err := pr.qp.PostSend(pr.wr[:])
 	pr.wr[0].SG = nil
-	if err != nil && errors.Is(err, verbs.ErrNoResources) {
+	if err == nil {
+		if sig {
+			pr.unsig = 0
+		} else {
+			pr.unsig++
+		}
+		return nil
+	}
+	if errors.Is(err, verbs.ErrNoResources) {
 		return errSQFull
 	}
 	return err
@@ -218,12 +235,7 @@ func (pr *peer) tryPost(wr verbs.SendWR) error {
 		return errPeerFailed
 	}
 	pr.wr[0] = wr
-	err := pr.qp.PostSend(pr.wr[:])
-	pr.wr[0].SG = nil
-	if err != nil && errors.Is(err, verbs.ErrNoResources) {
-		return errSQFull
-	}
-	return err
+	return pr.postLocked()
 }
 
 // send posts a message for a caller outside the engine (an API call): while the

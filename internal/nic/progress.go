@@ -86,7 +86,12 @@ func (ni *NI) run() {
 			continue
 		}
 		napLen = 0
-		if idle >= pushNapAfter && ni.pushHint.Load() {
+		if idle >= pushNapAfter && idle%pushNapAfter == 0 && ni.pushHint.Load() {
+			// (Every pushNapAfter idle rounds: pushNap takes ni.mu, which the
+			// callers take too.)
+			if countAppPolls {
+				pushNapAsked.Add(1)
+			}
 			if d := ni.pushNap(); d > 0 {
 				napFor(d) // (see pushNap)
 				idle = 0
@@ -131,6 +136,10 @@ func (ni *NI) progHeld() bool {
 // progressIdle and progressYields count the progress goroutines' idle spin rounds
 // and their yields, for the package's tests (countAppPolls).
 var progressIdle, progressYields atomic.Uint64
+
+// pushNapAsked counts the progress goroutines' calls of pushNap, for the
+// package's tests (countAppPolls).
+var pushNapAsked atomic.Uint64
 
 // kick ends the progress goroutine's nap: a waiting caller is about to block.
 func (ni *NI) kick() {

@@ -73,16 +73,12 @@ func (ni *NI) handleCTS(pr *peer, h *header, segs []byte) {
 		h.mlength > 0 && h.mlength <= o.length
 	if ok {
 		o.pushed = true
-		// Unsignaled, but for every signalN-th push, as the engine's SENDs: a
-		// provider that frees send queue entries only at a completion (an HCA) gets
-		// them back, and the others cost no completion to post and poll. A failure
-		// completes all the same and fails the peer (handleWC's widSend), and with
-		// it this operation.
-		var flags verbs.SendFlags
-		if ni.pushes.Load()%signalN == signalN-1 {
-			flags = verbs.SendSignaled
-		}
-		wrs, ok = pairSegments(o.pinned.SGEs(nil), segs, h.mlength, verbs.OpRDMAWrite, widSend|uint64(pr.idx), flags)
+		// Unsignaled (but for one in every signalN requests on the queue pair,
+		// postLocked): a provider that frees send queue entries only at a
+		// completion (an HCA) gets them back, and the others cost no completion
+		// to post and poll. A failure completes all the same and fails the peer
+		// (handleWC's widSend), and with it this operation.
+		wrs, ok = pairSegments(o.pinned.SGEs(nil), segs, h.mlength, verbs.OpRDMAWrite, widSend|uint64(pr.idx), 0)
 	}
 	ni.mu.Unlock()
 	if !ok {
@@ -118,7 +114,7 @@ func (ni *NI) handleCTS(pr *peer, h *header, segs []byte) {
 // spinning, as any answer. The nap is half the time the data beyond one put
 // takes at pushNapRate, at most pushNapMax; none is shorter than pushNapMin.
 const (
-	pushNapAfter = 64                     // idle rounds before a nap
+	pushNapAfter = 64                     // idle rounds before a nap, and between the looks whether to nap
 	pushNapRate  = 16 << 10               // bytes per microsecond assumed to move
 	pushNapMin   = 10 * time.Microsecond  // shorter naps are not worth a sleep
 	pushNapMax   = 100 * time.Microsecond // a new request waits at most this long
@@ -126,7 +122,9 @@ const (
 
 // pushNap returns how long the progress goroutine may nap, or 0 when it must
 // keep spinning: a target operation that is not a pushed put (a pull's RDMA
-// completions), or fewer than two pushed puts waiting. It clears pushHint when
+// completions), an initiator operation of this NI (its answer, or a CTS to
+// write for, would wait the nap), engine sends queued for room, or fewer than
+// two pushed puts waiting. It clears pushHint when
 // none waits. Called by the progress goroutine, without ni.mu.
 func (ni *NI) pushNap() time.Duration {
 	ni.mu.Lock()
@@ -143,7 +141,9 @@ func (ni *NI) pushNap() time.Duration {
 	if n == 0 {
 		ni.pushHint.Store(false)
 	}
-	if n < 2 {
+	if n < 2 || len(ni.ops) > 0 || ni.queued.Load() > 0 {
+		// (Operations of our own wait for answers, or CTSs, that must not wait a
+		// nap; queued sends wait for room that frees without a completion.)
 		return 0
 	}
 	d := time.Duration((bytes-largest)/pushNapRate) * time.Microsecond / 2
