@@ -209,6 +209,9 @@ func runRank(ctx context.Context, cfg config, x *xferTest) (err error) {
 			return err
 		}
 		if x.prepare != nil {
+			if err := b.settleSrc(ctx); err != nil {
+				return err
+			}
 			x.prepare(b, size)
 		}
 		if err := progressBarrier(ctx, b); err != nil {

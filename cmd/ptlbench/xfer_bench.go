@@ -234,5 +234,38 @@ func (b *bench) fetchAdd() error {
 	return portals.FetchAtomic(b.dstMD, 0, b.srcMD, 0, 8, b.peer, xferPT, xferBits, 0, 0, 0, eq.OpSum, eq.Uint64)
 }
 
+// settleSrc returns once no operation of this rank still reads src: a long put's
+// data may be read from it after Put returned (the initiator writes it once the
+// target answered), and the target counting it does not order that read before
+// a refill in this process. The engine refuses to release a descriptor with
+// operations outstanding, so settleSrc releases src's descriptor, retrying while
+// it is in use, and binds it again, as Portals has an application do before it
+// reuses a buffer whose operations it did not wait for.
+func (b *bench) settleSrc(ctx context.Context) error {
+	if b.srcMD == nil {
+		return nil
+	}
+	for {
+		err := b.srcMD.Release()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, portals.InUse) {
+			return fmt.Errorf("releasing the send buffer's descriptor: %w", err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		runtime.Gosched()
+	}
+	md, err := b.ni.MDBind(portals.MDSpec{Start: b.src, CT: b.srcCT, Options: portals.MDEventCTAck})
+	if err != nil {
+		b.srcMD = nil
+		return fmt.Errorf("binding the send buffer again: %w", err)
+	}
+	b.srcMD = md
+	return nil
+}
+
 // prepareSend refills src with this size's pattern on the ranks that put.
 func (b *bench) prepareSend(size int) { fillPattern(b.src[:size], b.rank, size) }
