@@ -325,9 +325,12 @@ func (ni *NI) deliverEvents(t *pt, evs []me.Event, fail eq.NIFail, e *entry) {
 // deliver posts one event to the table's queue and counts it on the entry's
 // counting event, as the entry's options say; fail overrides a successful outcome.
 func (ni *NI) deliver(t *pt, ev *me.Event, fail eq.NIFail, hint *entry) {
-	e := t.entries[ev.Handle]
-	if e == nil && hint != nil && hint.h == ev.Handle {
-		e = hint
+	// The hint is the entry the message matched, taken from entries under the
+	// same hold of mu (or already gone from them): a handle names one entry, so
+	// it spares the lookup.
+	e := hint
+	if e == nil || e.h != ev.Handle {
+		e = t.entries[ev.Handle]
 	}
 	switch ev.Fail {
 	case me.FailNoMatch:

@@ -95,6 +95,8 @@ type NI struct {
 	recvQ     []verbs.WorkCompletion // receive completions polled and not yet handled (under progMu)
 	mcq       verbs.MessageCQ        // the provider's message mode (nil: none), see progressLocked
 	msgFn     verbs.MessageHandler   // ni.onMessage, made once
+	mh        me.Header              // handleRequest's header to match (under mu)
+	rcq       roundPoller            // mcq's round of messages then completions in one call (nil: none)
 	msgRounds int                    // message rounds since the completion queue was last polled (under progMu)
 	msgLongs  uint64                 // longs when the message round began (under progMu)
 	longs     atomic.Uint64          // long transfers started by the target (see progressLocked)
@@ -308,6 +310,7 @@ func (ni *NI) open() error {
 	}
 	if mcq, ok := ni.cq.(verbs.MessageCQ); ok && !testNoMessages {
 		ni.mcq, ni.msgFn = mcq, ni.onMessage
+		ni.rcq, _ = ni.cq.(roundPoller)
 	}
 	return nil
 }

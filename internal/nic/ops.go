@@ -39,7 +39,11 @@ type initOp struct {
 // matches at target's portal index pt.
 func Put(m *MD, localOffset, length uint64, ack AckReq, target ProcessID, pt PTIndex, match MatchBits,
 	remoteOffset uint64, userPtr uint64, hdrData uint64) error {
-	o := putOp(msgPut, m, localOffset, length, ack, pt, match, remoteOffset, userPtr, hdrData, 0, 0)
+	// (field by field, as putOp's record: a composite literal is built aside and
+	// copied, and the copy's wide loads of the narrow stores just made stall)
+	var o initOp
+	o.kind, o.md, o.localOff, o.length, o.userPtr, o.ack = msgPut, m, localOffset, length, userPtr, ack
+	o.pt, o.match, o.roff, o.hdrData = pt, match, remoteOffset, hdrData
 	return mdNI(m).start("PtlPut", &o, target, nil)
 }
 
@@ -282,9 +286,11 @@ func (ni *NI) issueOrFail(name string, o *initOp, operand []byte) error {
 func (ni *NI) issue(o *initOp, operand []byte) error {
 	// The target knows the initiator by the connection, so the header does not
 	// name it; an operation nothing answers (tracked false) needs no id either.
-	h := header{kind: o.kind, ack: uint8(o.ack), atomOp: uint8(o.atomOp), atomType: uint8(o.atomType),
-		pt: uint32(o.pt), uid: uint32(ni.proc.uid), match: o.match, roff: o.roff, length: o.length,
-		hdrData: o.hdrData, opid: o.id}
+	// (field by field: see Put)
+	var h header
+	h.kind, h.ack, h.atomOp, h.atomType = o.kind, uint8(o.ack), uint8(o.atomOp), uint8(o.atomType)
+	h.pt, h.uid, h.match, h.roff, h.length = uint32(o.pt), uint32(ni.proc.uid), o.match, o.roff, o.length
+	h.hdrData, h.opid = o.hdrData, o.id
 	var parts [4][]byte
 	switch {
 	case o.kind == msgGet && o.length <= eagerMax:

@@ -54,6 +54,7 @@ func (ni *NI) run() {
 	idle := 0
 	nap := time.NewTimer(time.Hour)
 	nap.Stop()
+	napLen := time.Duration(0) // the last nap while callers poll (0: they stopped)
 	for {
 		select {
 		case <-ni.stop:
@@ -69,16 +70,21 @@ func (ni *NI) run() {
 			// stops polling or is about to block (kick).
 			ni.appPolled.Store(false)
 			idle = 0
-			nap.Reset(appNap)
+			napLen = nextAppNap(napLen)
+			nap.Reset(napLen)
 			select {
 			case <-nap.C:
 			case <-ni.kickCh:
 				nap.Stop()
+				// A caller is about to block: a nap that follows (callers
+				// that polled just before) is the shortest again.
+				napLen = 0
 			case <-ni.stop:
 				return
 			}
 			continue
 		}
+		napLen = 0
 		if idle++; idle < progressSpin || ni.queued.Load() > 0 {
 			// (queued sends wait for room that frees without a completion: keep polling)
 			if countAppPolls {
@@ -121,6 +127,27 @@ func (ni *NI) kick() {
 // that this stays rare, and short enough that a process whose application stops
 // polling without blocking (no kick) gets its progress back soon.
 const appNap = 500 * time.Microsecond
+
+// appNapMax bounds the naps while callers keep polling: each nap that ends to
+// find them still polling is followed by one twice as long (nextAppNap), so a
+// caller that spins for long is preempted by the goroutine's wakes less often (a
+// put ping-pong on two busy cores lost a round trip to most of them). A caller
+// that stops polling without blocking waits for its progress up to this long,
+// and so does every remote put or get to a passive target: "still polling" is
+// one call in the nap, so an application that calls CT or EQ Get once every
+// millisecond or two keeps the naps at their longest, its goroutine serving the
+// target's requests only when each ends. Hence a small bound: twice appNap halves
+// the wakes of a long spin, and what a passive target may wait at most only
+// doubles (a longer nap saves ever fewer wakes for the same added wait).
+const appNapMax = 2 * appNap
+
+// nextAppNap returns the length of the nap after one of length d (0: the first).
+func nextAppNap(d time.Duration) time.Duration {
+	if d == 0 {
+		return appNap
+	}
+	return min(2*d, appNapMax)
+}
 
 // progressOnce posts queued engine sends and handles one batch of completions, unless
 // another goroutine is doing so. Callers that wait (EQ and CT waits) run it
@@ -173,12 +200,23 @@ func (ni *NI) progressLocked() int {
 		// completions never starve behind a stream of messages.
 		ni.msgRounds++
 		ni.msgLongs = ni.longs.Load()
-		k, err := ni.mcq.PollMessages(ni.msgFn, len(ni.wcs))
+		var k, w int
+		var err error
+		if ni.rcq != nil {
+			k, w, err = ni.rcq.PollRound(ni.msgFn, len(ni.wcs), ni.wcs[:])
+		} else {
+			k, err = ni.mcq.PollMessages(ni.msgFn, len(ni.wcs))
+		}
 		if err == nil && k > 0 {
 			if ni.longs.Load() != ni.msgLongs {
 				ni.msgRounds = msgRoundsMax
 			}
 			return n + k
+		}
+		if err == nil && ni.rcq != nil {
+			// No message: the same call polled the completion queue.
+			ni.msgRounds = 0
+			return n + ni.handleWCs(w)
 		}
 	}
 	ni.msgRounds = 0
@@ -186,6 +224,20 @@ func (ni *NI) progressLocked() int {
 	if err != nil {
 		k = 0
 	}
+	return n + ni.handleWCs(k)
+}
+
+// roundPoller is a message-mode completion queue that runs PollMessages and, when
+// that handed out no message, Poll in one call (msgs is the first's answer, n the
+// second's), cheaper than the two calls: the soft provider takes its progress lock
+// once for both.
+type roundPoller interface {
+	PollRound(h verbs.MessageHandler, max int, wc []verbs.WorkCompletion) (msgs, n int, err error)
+}
+
+// handleWCs handles the k completions polled into ni.wcs (with progMu held) and
+// returns the work done: k, and the messages left for the next round.
+func (ni *NI) handleWCs(k int) int {
 	// Send and RDMA completions are handled at once; messages in arrival order,
 	// and after one that started a long transfer the round ends: a provider that
 	// copies synchronously (the soft one's cross-memory READ) has just moved a whole
@@ -197,7 +249,7 @@ func (ni *NI) progressLocked() int {
 		// in arrival order as below, and a long transfer it starts ends the round
 		// all the same.
 		ni.handleWC(&ni.wcs[0])
-		return n + 1
+		return 1
 	}
 	for i := range ni.wcs[:k] {
 		wc := &ni.wcs[i]
@@ -220,7 +272,7 @@ func (ni *NI) progressLocked() int {
 	clear(ni.recvQ[left:])
 	ni.recvQ = ni.recvQ[:left]
 	// Messages left for the next round count as work: the caller must not sleep.
-	return n + k + left
+	return k + left
 }
 
 // assist runs a progress round for a caller outside the engine that waits for

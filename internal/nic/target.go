@@ -93,10 +93,13 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 	}
 	// The initiator is the process at the other end of the connection the message
 	// came on, whatever its header claims.
-	mh := me.Header{Op: meOps[h.kind], UID: me.UID(h.uid), MatchBits: h.match, RemoteOffset: h.roff,
-		Length: h.length, HdrData: h.hdrData, AtomicOp: h.atomOp, AtomicType: h.atomType,
-		Initiator: ni.idOfPeer(pr)}
-	res, evs := t.table.Match(&mh, ni.evbuf[:0])
+	// (field by field: a composite literal is built on the stack and copied, and
+	// the copy's wide loads of the narrow stores just made stall)
+	mh := &ni.mh
+	mh.Op, mh.UID, mh.MatchBits, mh.RemoteOffset = meOps[h.kind], me.UID(h.uid), h.match, h.roff
+	mh.Length, mh.HdrData, mh.AtomicOp, mh.AtomicType, mh.Cookie = h.length, h.hdrData, h.atomOp, h.atomType, 0
+	mh.Initiator = ni.idOfPeer(pr)
+	res, evs := t.table.Match(mh, ni.evbuf[:0])
 	if res.Outcome != me.OutcomeMatched {
 		fail := eq.NIDropped
 		switch res.Outcome {
@@ -199,7 +202,8 @@ func (ni *NI) handleRequest(pr *peer, h *header, payload []byte) {
 		ni.answerHandled(pr, h, eq.NISegv, 0, res.LocalOffset, uint8(res.List), nil)
 		return
 	}
-	ni.deliverAll(t, evs)
+	ni.deliverEvents(t, evs, eq.NIOK, e)
+	ni.evbuf = evs[:0]
 	ni.mu.Unlock()
 	ack := !res.AckDisabled
 	ni.answerHandled(pr, h, eq.NIOK, mlen, res.LocalOffset, uint8(res.List), reply, ack)

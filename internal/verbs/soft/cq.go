@@ -135,6 +135,13 @@ func (q *cq) ready() bool {
 	return q.slots[pos&q.mask].seq.Load() == pos+1 || q.nover.Load() != 0 || q.msgReady.Load()
 }
 
+// hasCompletion reports whether a completion can be polled (ready without the
+// messages).
+func (q *cq) hasCompletion() bool {
+	pos := q.pollPos.Load()
+	return q.slots[pos&q.mask].seq.Load() == pos+1 || q.nover.Load() != 0
+}
+
 // noteMessage records that a message waits for PollMessages and wakes Wait.
 func (q *cq) noteMessage() {
 	if !q.msgReady.Load() {
@@ -154,7 +161,61 @@ func (q *cq) Poll(wc []verbs.WorkCompletion) (int, error) {
 		return 0, verbs.Errorf("poll_cq", verbs.ErrClosed, nil)
 	}
 	q.ctx.markPolled()
+	if countProgLocks {
+		progLocks.Add(1)
+	}
 	q.ctx.progress()
+	return q.pop(wc), nil
+}
+
+// countProgLocks, set by the package's tests, makes the polls count in progLocks
+// the times they try the context's progress lock.
+var countProgLocks bool
+
+var progLocks atomic.Uint64
+
+// progressRound is the round of Context.progress over the connected queue pairs,
+// for a caller that holds the progress lock already (PollRound of mq). It marks
+// the round in flight (inRound) only when a queue pair has work: a round that
+// touches no queue pair uses no region, and the two stores cost more than the
+// look. A queue pair of mq whose only work is a message at the head of its ring is
+// left alone (its drain would stop there at once): msgs says there is one, for
+// PollRound to hand out.
+func (c *Context) progressRound(mq *cq) (n int, msgs bool) {
+	marked := false
+	for _, q := range *c.active.Load() {
+		if q.hasWork() {
+			if q.messageAtHead(mq) {
+				msgs = true
+				continue
+			}
+			if !marked {
+				c.inRound.Store(true)
+				marked = true
+			}
+			n += q.progress()
+		}
+	}
+	if marked {
+		c.inRound.Store(false)
+	}
+	return n, msgs
+}
+
+// pollLinks is the part of Context.progress that runs without the progress lock:
+// the TCP connections.
+func (c *Context) pollLinks() int {
+	n := 0
+	if ls := c.links.Load(); ls != nil {
+		for _, l := range *ls {
+			n += l.poll()
+		}
+	}
+	return n
+}
+
+// pop moves ready completions into wc.
+func (q *cq) pop(wc []verbs.WorkCompletion) int {
 	n := 0
 	for n < len(wc) && q.tryPop(&wc[n]) {
 		n++
@@ -173,7 +234,7 @@ func (q *cq) Poll(wc []verbs.WorkCompletion) (int, error) {
 			// (another producer's later completions may be there). Take the
 			// overflow only after them, at a later poll.
 			q.mu.Unlock()
-			return n, nil
+			return n
 		}
 		k := copy(wc[n:], q.over[q.overAt:])
 		n += k
@@ -192,7 +253,7 @@ func (q *cq) Poll(wc []verbs.WorkCompletion) (int, error) {
 		q.nover.Store(int32(len(q.over) - q.overAt))
 		q.mu.Unlock()
 	}
-	return n, nil
+	return n
 }
 
 // waitSpin is how many progress rounds Wait runs before it sleeps.

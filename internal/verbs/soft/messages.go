@@ -49,6 +49,19 @@ func (q *qp) EnableMessages(tag uint64, maxLen int) error {
 	return nil
 }
 
+// messageAtHead reports, with the progress lock held, whether the only work of q
+// is a message at the head of its inbound ring that PollRound of mq hands out: q
+// is in message mode with mq as its receive queue, ready, with nothing to issue,
+// complete or fail (see hasWork).
+func (q *qp) messageAtHead(mq *cq) bool {
+	if q.rcq != mq || !q.msgOn.Load() || q.State() != verbs.QPReady || q.busy.Load() || q.dead.Load() ||
+		q.in == nil || atomic.LoadUint64(q.out.errToken()) != 0 || atomic.LoadUint32(q.in.closedWord()) != 0 {
+		return false
+	}
+	var m msg
+	return q.in.peek(&m) && q.isMessage(&m)
+}
+
 // isMessage reports whether the peeked header m is one a queue pair in message
 // mode hands out: a well-formed single-fragment SEND without immediate, short
 // enough.
@@ -66,9 +79,67 @@ func (q *cq) PollMessages(h verbs.MessageHandler, max int) (int, error) {
 	}
 	c := q.ctx
 	c.markPolled()
+	if countProgLocks {
+		progLocks.Add(1)
+	}
 	if !c.progMu.TryLock() {
 		return 0, nil
 	}
+	n := q.pollMessagesLocked(h, max)
+	c.progMu.Unlock()
+	return n, nil
+}
+
+// PollRound is one round of a consumer that polls messages first: PollMessages,
+// and when it handed out none, Poll (msgs is PollMessages' answer, n Poll's),
+// with the progress lock taken once instead of twice. A consumer that spins
+// waiting, with nothing arriving, runs such rounds back to back; what a message
+// waits for before it is seen is half of one. A message that lands during the
+// call's own progress round is handed out by the same call unless that round
+// made completions, which go out first.
+func (q *cq) PollRound(h verbs.MessageHandler, max int, wc []verbs.WorkCompletion) (msgs, n int, err error) {
+	if q.closed.Load() {
+		return 0, 0, verbs.Errorf("poll_messages", verbs.ErrClosed, nil)
+	}
+	c := q.ctx
+	c.markPolled()
+	if countProgLocks {
+		progLocks.Add(1)
+	}
+	if c.progMu.TryLock() {
+		if msgs = q.pollMessagesLocked(h, max); msgs > 0 {
+			c.progMu.Unlock()
+			return msgs, 0, nil
+		}
+		if testBeforeRound != nil {
+			testBeforeRound()
+		}
+		if _, head := c.progressRound(q); (head || q.msgReady.Load()) && !q.hasCompletion() {
+			// A message landed after the look above (as often as not a
+			// message is seen first in the round, the longer part of an idle
+			// call), at the head of a ring or behind what the round's drain
+			// applied: hand it out now, not a whole call later. Not when the
+			// round made completions: the receive of a SEND that came before
+			// the message on its queue pair may be one, and goes out first
+			// (as Poll would, before the next call's messages).
+			if msgs = q.pollMessagesLocked(h, max); msgs > 0 {
+				c.progMu.Unlock()
+				return msgs, 0, nil
+			}
+		}
+		c.progMu.Unlock()
+		c.pollLinks()
+	}
+	return 0, q.pop(wc), nil
+}
+
+// testBeforeRound, set by a test, runs in PollRound between its look for
+// messages and its progress round.
+var testBeforeRound func()
+
+// pollMessagesLocked is PollMessages with the progress lock held.
+func (q *cq) pollMessagesLocked(h verbs.MessageHandler, max int) int {
+	c := q.ctx
 	n := 0
 	more := true
 	// Round robin: a call that ends early (max reached, or the handler asked)
@@ -100,8 +171,7 @@ func (q *cq) PollMessages(h verbs.MessageHandler, max int) (int, error) {
 	if n == 0 && more && q.msgReady.Load() {
 		q.msgReady.Store(false) // set again by the drain that next stops at a message
 	}
-	c.progMu.Unlock()
-	return n, nil
+	return n
 }
 
 // pollMessages hands out the queue pair's messages, up to max, and reports how

@@ -216,6 +216,8 @@ func (q *qp) Connect(remote verbs.Address) error {
 	}
 	q.peer = &peerConn{pid: int(a.pid), pidfd: pfd, seg: seg, view: view, ring: rs, pd: a.pd}
 	q.in = in
+	in.prefault()
+	q.out.prefault()
 	q.state.Store(uint32(verbs.QPReady))
 	q.ctx.addActive(q)
 	return nil

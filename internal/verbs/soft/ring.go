@@ -2,6 +2,7 @@ package soft
 
 import (
 	"encoding/binary"
+	"os"
 	"sync/atomic"
 	"unsafe"
 )
@@ -328,4 +329,19 @@ func (r *ring) consume(n uint32) {
 func (r *ring) ready() bool {
 	pos := r.pos
 	return atomic.LoadUint64(r.seqWord(pos)) == pos+1
+}
+
+// prefault maps every page of the ring (control page and slots) into this
+// process now, one read of each page's first word: the pages otherwise fault in
+// one by one (a minor fault, microseconds) as a fresh connection's first messages
+// reach them, on the path of those messages. A connected queue pair's two rings
+// then hold their memory from the start (they do anyway once a lap of messages
+// went by).
+func (r *ring) prefault() {
+	page := os.Getpagesize()
+	for _, b := range [][]byte{r.ctl, r.slots} {
+		for off := 0; off < len(b); off += page {
+			atomic.LoadUint64((*uint64)(unsafe.Pointer(&b[off])))
+		}
+	}
 }
