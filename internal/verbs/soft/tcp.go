@@ -142,6 +142,7 @@ type rxState struct {
 	tok       uint64   // the request's token
 	st        verbs.Status
 	recvID    uint64 // the receive a SEND consumed
+	msg       bool   // f is a message (tcpmsg.go): its payload is (or comes) at rb[rbR:]
 }
 
 // What follows a received payload.
@@ -202,6 +203,8 @@ type tcpLink struct {
 	failed  atomic.Bool
 	dead    atomic.Bool // a completion already reported the peer's loss
 	stalled atomic.Bool // an incoming SEND waits for a posted receive
+	msgHeld atomic.Bool // a message waits for PollMessages in rb (tcpmsg.go)
+	rbLeft  atomic.Bool // frames wait in rb after the messages PollMessages took
 	done    chan struct{}
 	once    sync.Once
 	wg      sync.WaitGroup
