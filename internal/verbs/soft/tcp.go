@@ -143,6 +143,8 @@ type rxState struct {
 	st        verbs.Status
 	recvID    uint64 // the receive a SEND consumed
 	msg       bool   // f is a message (tcpmsg.go): its payload is (or comes) at rb[rbR:]
+	pushed    bool   // a receive completion was pushed since the last message was held
+	behind    bool   // the held message came after such a completion (tcpmsg.go)
 }
 
 // What follows a received payload.

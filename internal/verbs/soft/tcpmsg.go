@@ -43,6 +43,9 @@ func (l *tcpLink) msgComplete() bool {
 // holdMessage records that a whole message waits at the head of the staging
 // buffer (rxMu held) and tells the receive queue's waiters.
 func (l *tcpLink) holdMessage() {
+	// A receive completion pushed before it goes to the consumer first: the
+	// message waits until the completion queue was seen empty.
+	l.rx.behind, l.rx.pushed = l.rx.pushed, false
 	if !l.msgHeld.Load() {
 		l.msgHeld.Store(true)
 	}
@@ -84,6 +87,13 @@ func (l *tcpLink) pollMessages(h verbs.MessageHandler, max int) (n int, stop, bu
 	}
 	q := l.q
 	rx := &l.rx
+	if rx.behind {
+		if q.rcq.hasCompletion() {
+			l.rxMu.Unlock()
+			return 0, false, true // (the queue stays ready: Poll is next)
+		}
+		rx.behind = false
+	}
 	for n < max && l.msgComplete() && q.State() != verbs.QPClosed {
 		size := int(rx.f.n)
 		tok := rx.f.token

@@ -512,6 +512,7 @@ func (l *tcpLink) endFrame() error {
 			break
 		}
 		l.answer(frAck, rx.tok, verbs.StatusSuccess, 0)
+		rx.pushed = true
 		l.q.rcq.push(wc)
 	case actSend:
 		q := l.q
@@ -524,6 +525,7 @@ func (l *tcpLink) endFrame() error {
 		} else if rx.tok != 0 { // (token 0: a message, which waits for no answer)
 			l.answer(frAck, rx.tok, verbs.StatusSuccess, 0)
 		}
+		rx.pushed = true
 		q.rcq.push(wc)
 	case actReadRsp:
 		l.complete(rx.tok, verbs.StatusSuccess, f.n)
@@ -570,6 +572,7 @@ func (l *tcpLink) beginSend() error {
 	q.rqHead++
 	id := e.id
 	if uint64(f.n) > e.total {
+		rx.pushed = true
 		q.rcq.push(verbs.WorkCompletion{ID: id, Status: verbs.StatusLocalLengthError, Opcode: verbs.WCRecv, QPNum: q.num})
 		q.mu.Unlock()
 		rx.left = f.n
