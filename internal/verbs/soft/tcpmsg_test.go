@@ -293,3 +293,50 @@ func TestTCPMessagesBeforePeerExit(t *testing.T) {
 		t.Fatalf("order %v, want %s", order, want)
 	}
 }
+
+// BenchmarkTCPMessagePathSerial8B: an 8-byte message over a TCP link on one
+// goroutine, as the engine sends and receives it: SendMessage (an inline SEND
+// work request when it refuses), then PollRound on the receiver until it is
+// handed out or completes a posted receive (reposted), and a poll of the
+// sender's completion queue.
+func BenchmarkTCPMessagePathSerial8B(b *testing.B) {
+	b.Setenv(EnvPath, "tcp")
+	p := msgPair(b, 64)
+	q := p.B.CQ.(*cq)
+	ms := p.A.QP.(verbs.MessageSender)
+	rbuf := p.B.Reg(b, 64*64, rwx, 0)
+	for i := 0; i < 64; i++ {
+		if err := p.B.QP.PostRecv([]verbs.RecvWR{{ID: uint64(i), SG: []verbs.SGE{rbuf.SGE(64*i, 64)}}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	msg := make([]byte, 8)
+	got := 0
+	h := func(_ uint64, m []byte) bool { got++; return true }
+	var wc [16]verbs.WorkCompletion
+	once := func() {
+		if ms.SendMessage(msg) != nil {
+			for p.A.QP.PostSend([]verbs.SendWR{{Opcode: verbs.OpSend, Flags: verbs.SendInline,
+				SG: []verbs.SGE{{Addr: addrOfBytes(msg), Length: 8}}}}) != nil {
+				p.A.CQ.Poll(wc[:])
+			}
+		}
+		want := got + 1
+		for got < want {
+			_, k, _ := q.PollRound(h, 16, wc[:])
+			for _, w := range wc[:k] {
+				got++
+				p.B.QP.PostRecv([]verbs.RecvWR{{ID: w.ID, SG: []verbs.SGE{rbuf.SGE(64*int(w.ID), 64)}}})
+			}
+		}
+		p.A.CQ.Poll(wc[:])
+	}
+	for i := 0; i < 1000; i++ {
+		once()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		once()
+	}
+}
