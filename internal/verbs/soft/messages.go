@@ -129,9 +129,11 @@ func (q *cq) PollRound(h verbs.MessageHandler, max int, wc []verbs.WorkCompletio
 			}
 		}
 		c.progMu.Unlock()
-		if c.pollLinks() > 0 && q.msgReady.Load() && !q.hasCompletion() && c.progMu.TryLock() {
-			// A link's receive stopped at a message (after applying what
-			// came before it, whose completions would go out first).
+		c.pollLinks()
+		if q.msgReady.Load() && !q.hasCompletion() && c.progMu.TryLock() {
+			// A link's receive (this call's, or the poller's meanwhile)
+			// stopped at a message, after applying what came before it,
+			// whose completions would go out first.
 			msgs = q.pollMessagesLocked(h, max)
 			c.progMu.Unlock()
 			if msgs > 0 {

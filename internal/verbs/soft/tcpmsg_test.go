@@ -30,7 +30,6 @@ func TestTCPMessagesShared(t *testing.T) {
 		{"PollRoundLocksOnce", TestPollRoundLocksOnce},
 		{"PollRoundMixed", TestPollRoundMixed},
 		{"PollRoundHandsOut", TestPollRoundHandsOutWhatItsRoundFound},
-		{"PollRoundNoStaleReady", TestPollRoundLeavesNoStaleReady},
 		{"PollRoundReceiveBeforeLaterMessage", TestPollRoundReceiveBeforeLaterMessage},
 		{"PollRoundAllocatesNothing", TestPollRoundAllocatesNothing},
 	} {
