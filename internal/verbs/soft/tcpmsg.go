@@ -130,11 +130,22 @@ func (l *tcpLink) pollMessages(h verbs.MessageHandler, max int) (n int, stop, bu
 			l.rbLeft.Store(true)
 			l.nextLook.Store(0)
 		}
-		if l.viaPoller {
+		if l.viaPoller && !l.failed.Load() {
 			l.q.ctx.rearmPoller()
 		}
 	}
+	fail := false
+	if !rx.msg && rx.kept {
+		// The link failed while they were held: the last of them is out, the
+		// failure goes next.
+		rx.kept = false
+		fail, rx.failLater = rx.failLater, false
+		q.ctx.removeLink(l)
+	}
 	l.rxMu.Unlock()
+	if fail {
+		l.fail()
+	}
 	return n, stop, false
 }
 
