@@ -61,3 +61,62 @@ func TestTCPMessagesHeldWhenLinkFails(t *testing.T) {
 		t.Fatalf("queue pair state %v, want error", bq.State())
 	}
 }
+
+// TestTCPMessageAfterWriteAnswer: the receiver's signaled WRITE is answered by
+// the peer, which then sends a message: the WRITE's completion (same
+// completion queue) goes to the consumer before the message, even when both
+// arrived before the consumer polled.
+func TestTCPMessageAfterWriteAnswer(t *testing.T) {
+	p := tcpMsgPair(t, 16)
+	dst := p.A.Reg(t, 64, rwx, 0)
+	src := p.B.Reg(t, 64, rwx, 0)
+	src.Mem[7] = 42
+	al := p.A.QP.(*qp).link
+	bq := p.B.QP.(*qp)
+	l := bq.link
+	q := p.B.CQ.(*cq)
+	for round := 0; round < 3; round++ {
+		src.Mem[7] = byte(42 + round)
+		if err := p.B.QP.PostSend([]verbs.SendWR{{ID: 5, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
+			SG: []verbs.SGE{src.SGE(0, 8)}, RemoteAddr: dst.Addr(0), RKey: dst.MR.RKey()}}); err != nil {
+			t.Fatal(err)
+		}
+		var wc [4]verbs.WorkCompletion
+		deadline := time.Now().Add(10 * time.Second)
+		landed := func() bool {
+			// (the receive side writes it with rxMu held)
+			al.rxMu.Lock()
+			defer al.rxMu.Unlock()
+			return dst.Mem[7] == byte(42+round)
+		}
+		for !landed() {
+			if time.Now().After(deadline) {
+				t.Fatal("the WRITE did not land")
+			}
+			p.A.CQ.Poll(wc[:])
+		}
+		if err := p.A.QP.(verbs.MessageSender).SendMessage([]byte("m")); err != nil {
+			t.Fatal(err)
+		}
+		for !l.msgHeld.Load() {
+			if time.Now().After(deadline) {
+				t.Fatal("the message did not arrive")
+			}
+			bq.ctx.pollLinks()
+		}
+		var order []string
+		h := func(_ uint64, b []byte) bool { order = append(order, "msg:"+string(b)); return true }
+		for len(order) < 2 && time.Now().Before(deadline) {
+			_, k, err := q.PollRound(h, 4, wc[:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range wc[:k] {
+				order = append(order, fmt.Sprintf("write%d:%v", w.ID, w.Status))
+			}
+		}
+		if want := fmt.Sprintf("[write5:%v msg:m]", verbs.StatusSuccess); fmt.Sprint(order) != want {
+			t.Fatalf("round %d: order %v, want %s", round, order, want)
+		}
+	}
+}
