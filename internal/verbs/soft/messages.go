@@ -148,6 +148,10 @@ func (q *cq) PollRound(h verbs.MessageHandler, max int, wc []verbs.WorkCompletio
 // messages and its progress round.
 var testBeforeRound func()
 
+// testAfterMessages, set by a test, runs in pollMessagesLocked after its look
+// at the queue pairs and links.
+var testAfterMessages func()
+
 // pollMessagesLocked is PollMessages with the progress lock held.
 func (q *cq) pollMessagesLocked(h verbs.MessageHandler, max int) int {
 	c := q.ctx
@@ -198,13 +202,15 @@ func (q *cq) pollMessagesLocked(h verbs.MessageHandler, max int) int {
 			break
 		}
 	}
-	switch {
-	case n == 0 && more && !busy && q.msgReady.Load():
-		q.msgReady.Store(false) // set again by the drain that next stops at a message
-	case n > 0 && more && !busy && len(links) > 0 && q.msgReady.Load():
-		// Every link's held messages were handed out: a link's receive that
-		// holds one anew (the poller's, meanwhile) sets it again after this.
-		// Left as it was, Wait would return at once for nothing.
+	if testAfterMessages != nil {
+		testAfterMessages()
+	}
+	if more && !busy && (n == 0 || len(links) > 0) && q.msgReady.Load() {
+		// Nothing was left (n == 0: set again by the drain that next stops
+		// at a message), or every link's held messages were handed out: left
+		// as it was, Wait would return at once for nothing. A link's receive
+		// that holds one meanwhile (the poller's: after the look above, too)
+		// sets it again after this, or is seen below.
 		q.msgReady.Store(false)
 		for _, l := range links {
 			if l.q.rcq == q && l.msgHeld.Load() {

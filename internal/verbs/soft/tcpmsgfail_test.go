@@ -120,3 +120,46 @@ func TestTCPMessageAfterWriteAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestTCPMessageHeldWhilePollFindsNone: a PollMessages that found no message
+// clears the queue's readiness; a message the poller holds meanwhile (after the
+// look, before the clear) must leave it set, or Wait sleeps with a message
+// held and the poller no longer watching the socket.
+func TestTCPMessageHeldWhilePollFindsNone(t *testing.T) {
+	p := tcpMsgPair(t, 16)
+	ms := p.A.QP.(verbs.MessageSender)
+	q := p.B.CQ.(*cq)
+	l := p.B.QP.(*qp).link
+	got := 0
+	h := func(uint64, []byte) bool { got++; return false }
+	if err := ms.SendMessage([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for got == 0 && time.Now().Before(deadline) {
+		q.PollMessages(h, 4)
+	}
+	testAfterMessages = func() {
+		testAfterMessages = nil
+		if err := ms.SendMessage([]byte("b")); err != nil {
+			t.Error(err)
+			return
+		}
+		for !l.msgHeld.Load() && time.Now().Before(deadline) {
+			l.pollRx() // (or the poller's)
+		}
+	}
+	defer func() { testAfterMessages = nil }()
+	if k, _ := q.PollMessages(h, 4); k != 0 {
+		t.Fatalf("%d messages handed out, want 0 (the second came after the look)", k)
+	}
+	if !l.msgHeld.Load() {
+		t.Fatal("the second message was not held")
+	}
+	if !q.ready() {
+		t.Fatal("a message is held but the completion queue says nothing is ready")
+	}
+	if k, _ := q.PollMessages(h, 4); k != 1 || got != 2 {
+		t.Fatalf("%d messages handed out, %d in all", k, got)
+	}
+}
