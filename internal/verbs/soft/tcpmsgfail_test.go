@@ -163,3 +163,39 @@ func TestTCPMessageHeldWhilePollFindsNone(t *testing.T) {
 		t.Fatalf("%d messages handed out, %d in all", k, got)
 	}
 }
+
+// TestTCPHeldMessagesDroppedOnDestroy: a link that failed with a message held
+// stays in the context's links for it; destroying its queue pair drops it.
+func TestTCPHeldMessagesDroppedOnDestroy(t *testing.T) {
+	p := tcpMsgPair(t, 16)
+	if err := p.A.QP.(verbs.MessageSender).SendMessage([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	bq := p.B.QP.(*qp)
+	l := bq.link
+	deadline := time.Now().Add(10 * time.Second)
+	for !l.msgHeld.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the message did not arrive")
+		}
+		bq.ctx.pollLinks()
+	}
+	l.broken(errors.New("test: the link failed"))
+	linked := func() bool {
+		for _, x := range *bq.ctx.links.Load() {
+			if x == l {
+				return true
+			}
+		}
+		return false
+	}
+	if !linked() {
+		t.Fatal("the failed link with a message held left the context's links")
+	}
+	if err := p.B.QP.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if linked() {
+		t.Fatal("the destroyed queue pair's link stays in the context's links")
+	}
+}
