@@ -123,6 +123,9 @@ func (l *tcpLink) pollMessages(h verbs.MessageHandler, max int) (n int, stop, bu
 			break
 		}
 	}
+	if !rx.msg && rx.kept && l.rbR < l.rbW {
+		l.applyLeft()
+	}
 	if !rx.msg && l.msgHeld.Load() {
 		l.msgHeld.Store(false)
 		if l.rbR < l.rbW {
@@ -147,6 +150,21 @@ func (l *tcpLink) pollMessages(h verbs.MessageHandler, max int) (n int, stop, bu
 		l.fail()
 	}
 	return n, stop, false
+}
+
+// applyLeft serves the frames a failed link received whole behind the messages
+// just handed out (rxMu held), up to the next whole message, which is held in
+// turn: what came before the failure goes out before it.
+func (l *tcpLink) applyLeft() {
+	for {
+		got, drained, err := l.receive()
+		if err != nil || drained || got == 0 || l.rx.waitRecv || l.msgComplete() {
+			break
+		}
+	}
+	if l.rx.msg && !l.msgComplete() {
+		l.rx.msg = false // its payload never came
+	}
 }
 
 // sendMessage is SendMessage on a TCP link (q.mu held).

@@ -321,6 +321,10 @@ func (l *tcpLink) receive() (frames int, drained bool, err error) {
 
 // read reads from the socket (non-blocking) and counts the call.
 func (l *tcpLink) read(b []byte) (int, error) {
+	if l.rx.kept {
+		// The link failed: only what the staging buffer holds is served.
+		return 0, syscall.EAGAIN
+	}
 	m, err := readFD(l.fd, b)
 	l.nReads.Add(1)
 	if err == syscall.EAGAIN {
