@@ -165,6 +165,11 @@ func (l *tcpLink) applyLeft() {
 	if l.rx.msg && !l.msgComplete() {
 		l.rx.msg = false // its payload never came
 	}
+	// A frame whose payload never comes: the regions it held are let go.
+	for _, h := range l.rx.holds {
+		release(h)
+	}
+	l.rx.holds = l.rx.holds[:0]
 }
 
 // sendMessage is SendMessage on a TCP link (q.mu held).

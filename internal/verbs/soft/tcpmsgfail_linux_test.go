@@ -3,6 +3,7 @@ package soft
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,5 +141,63 @@ func TestTCPFramesBehindHeldMessagesWhenLinkFails(t *testing.T) {
 	}
 	if want := fmt.Sprintf("[one recv10:%v two recv11:%v]", verbs.StatusSuccess, verbs.StatusWorkRequestFlushed); fmt.Sprint(order) != want {
 		t.Fatalf("order %v, want %s", order, want)
+	}
+}
+
+// TestTCPKeptLinkReleasesPartialWrite: behind a message held when the link
+// fails, the staging buffer holds the start of a WRITE whose payload never
+// comes: serving what the buffer holds must not leave the WRITE's target
+// region held.
+func TestTCPKeptLinkReleasesPartialWrite(t *testing.T) {
+	p := tcpMsgPair(t, 16)
+	const size = 256 << 10
+	dst := p.B.Reg(t, size, rwx, 0)
+	src := p.A.Reg(t, size, rwx, 0)
+	bq := p.B.QP.(*qp)
+	l := bq.link
+	l.rxMu.Lock() // nothing is received until the message and the WRITE's start are in the socket
+	if err := p.A.QP.(verbs.MessageSender).SendMessage([]byte("one")); err != nil {
+		l.rxMu.Unlock()
+		t.Fatal(err)
+	}
+	if err := p.A.QP.PostSend([]verbs.SendWR{{Opcode: verbs.OpRDMAWrite, SG: []verbs.SGE{src.SGE(0, size)},
+		RemoteAddr: dst.Addr(0), RKey: dst.MR.RKey()}}); err != nil {
+		l.rxMu.Unlock()
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, err := unix.IoctlGetInt(l.fd, unix.SIOCINQ)
+		if err != nil || n >= 2*frameLen+3+8 || time.Now().After(deadline) {
+			break
+		}
+	}
+	l.rxMu.Unlock()
+	for {
+		l.rxMu.Lock()
+		whole := l.msgHeld.Load() && l.rbW-l.rbR >= 3+frameLen
+		l.rxMu.Unlock()
+		if whole {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the frames did not arrive")
+		}
+		bq.ctx.pollLinks()
+	}
+	l.broken(errors.New("test: the link failed"))
+	q := p.B.CQ.(*cq)
+	got := 0
+	h := func(uint64, []byte) bool { got++; return true }
+	var wc [4]verbs.WorkCompletion
+	for got == 0 && time.Now().Before(deadline) {
+		q.PollRound(h, 4, wc[:])
+	}
+	if got != 1 {
+		t.Fatalf("%d messages", got)
+	}
+	key := dst.MR.(*mr).key
+	if n := atomic.LoadInt32(bq.ctx.view.i32(entryOff(key&mrIdxMask) + eInflight)); n != 0 {
+		t.Fatalf("the WRITE's target is held %d times after the link failed", n)
 	}
 }
