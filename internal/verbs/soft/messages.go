@@ -31,7 +31,8 @@ var (
 
 // EnableMessages switches message mode on for incoming SENDs of at most maxLen
 // bytes, handed out with tag (see verbs.MessageQP). Only queue pairs not yet
-// connected take it; one that connects over TCP ignores it.
+// connected take it; over TCP the link's receive side holds messages in its
+// staging buffer (tcpmsg.go).
 func (q *qp) EnableMessages(tag uint64, maxLen int) error {
 	if maxLen <= 0 || maxLen > maxPayload {
 		return verbs.Errorf("enable_messages", verbs.ErrInvalidArgument, nil)
@@ -129,6 +130,16 @@ func (q *cq) PollRound(h verbs.MessageHandler, max int, wc []verbs.WorkCompletio
 		}
 		c.progMu.Unlock()
 		c.pollLinks()
+		if q.msgReady.Load() && !q.hasCompletion() && c.progMu.TryLock() {
+			// A link's receive (this call's, or the poller's meanwhile)
+			// stopped at a message, after applying what came before it,
+			// whose completions would go out first.
+			msgs = q.pollMessagesLocked(h, max)
+			c.progMu.Unlock()
+			if msgs > 0 {
+				return msgs, 0, nil
+			}
+		}
 	}
 	return 0, q.pop(wc), nil
 }
@@ -136,6 +147,10 @@ func (q *cq) PollRound(h verbs.MessageHandler, max int, wc []verbs.WorkCompletio
 // testBeforeRound, set by a test, runs in PollRound between its look for
 // messages and its progress round.
 var testBeforeRound func()
+
+// testAfterMessages, set by a test, runs in pollMessagesLocked after its look
+// at the queue pairs and links.
+var testAfterMessages func()
 
 // pollMessagesLocked is PollMessages with the progress lock held.
 func (q *cq) pollMessagesLocked(h verbs.MessageHandler, max int) int {
@@ -146,21 +161,40 @@ func (q *cq) pollMessagesLocked(h verbs.MessageHandler, max int) int {
 	// makes the next one begin with the queue pair after the one it ended at,
 	// so a connection that always has max messages waiting does not keep the
 	// others' messages waiting behind it.
+	// The queue pairs joined over TCP come after the others.
 	qps := *c.active.Load()
+	var links []*tcpLink
+	if ls := c.links.Load(); ls != nil {
+		links = *ls
+	}
+	total := len(qps) + len(links)
 	start := q.msgNext
-	if start >= len(qps) {
+	if start >= total {
 		start = 0
 	}
-	for i := range qps {
+	busy := false
+	for i := 0; i < total; i++ {
 		j := start + i
-		if j >= len(qps) {
-			j -= len(qps)
+		if j >= total {
+			j -= total
 		}
-		p := qps[j]
-		if p.rcq != q || !p.msgOn.Load() {
-			continue
+		var k int
+		var stop bool
+		if j < len(qps) {
+			p := qps[j]
+			if p.rcq != q || !p.msgOn.Load() {
+				continue
+			}
+			k, stop = p.pollMessages(h, max-n)
+		} else {
+			l := links[j-len(qps)]
+			if l.q.rcq != q || !l.q.msgOn.Load() {
+				continue
+			}
+			var b bool
+			k, stop, b = l.pollMessages(h, max-n)
+			busy = busy || b
 		}
-		k, stop := p.pollMessages(h, max-n)
 		n += k
 		if stop || n >= max {
 			more = !stop
@@ -168,8 +202,22 @@ func (q *cq) pollMessagesLocked(h verbs.MessageHandler, max int) int {
 			break
 		}
 	}
-	if n == 0 && more && q.msgReady.Load() {
-		q.msgReady.Store(false) // set again by the drain that next stops at a message
+	if testAfterMessages != nil {
+		testAfterMessages()
+	}
+	if more && !busy && (n == 0 || len(links) > 0) && q.msgReady.Load() {
+		// Nothing was left (n == 0: set again by the drain that next stops
+		// at a message), or every link's held messages were handed out: left
+		// as it was, Wait would return at once for nothing. A link's receive
+		// that holds one meanwhile (the poller's: after the look above, too)
+		// sets it again after this, or is seen below.
+		q.msgReady.Store(false)
+		for _, l := range links {
+			if l.q.rcq == q && l.msgHeld.Load() {
+				q.msgReady.Store(true)
+				break
+			}
+		}
 	}
 	return n
 }
@@ -224,7 +272,10 @@ func (q *qp) SendMessage(b []byte) error {
 		// learns of the failure from it.
 		return verbs.ErrNoResources
 	}
-	if q.link != nil || len(b) > maxInline || q.sqIss != q.sqTail || len(q.pend) > 0 || q.out == nil ||
+	if q.link != nil {
+		return q.link.sendMessage(b)
+	}
+	if len(b) > maxInline || q.sqIss != q.sqTail || len(q.pend) > 0 || q.out == nil ||
 		q.peerDead || atomic.LoadUint32(q.in.closedWord()) != 0 || !q.room(len(b)-min(len(b), hdrInline)) {
 		return verbs.ErrNoResources
 	}

@@ -142,6 +142,13 @@ type rxState struct {
 	tok       uint64   // the request's token
 	st        verbs.Status
 	recvID    uint64 // the receive a SEND consumed
+	msg       bool   // f is a message (tcpmsg.go): its payload is (or comes) at rb[rbR:]
+	pushed    bool   // a receive completion was pushed since the last message was held
+	behind    bool   // the held message came after such a completion (tcpmsg.go)
+	// kept: the link failed with messages held; it stays in the context's
+	// links until PollMessages took them. failLater: broken's report of the
+	// failure waits for that too (tcpmsg.go).
+	kept, failLater bool
 }
 
 // What follows a received payload.
@@ -202,6 +209,8 @@ type tcpLink struct {
 	failed  atomic.Bool
 	dead    atomic.Bool // a completion already reported the peer's loss
 	stalled atomic.Bool // an incoming SEND waits for a posted receive
+	msgHeld atomic.Bool // a message waits for PollMessages in rb (tcpmsg.go)
+	rbLeft  atomic.Bool // frames wait in rb after the messages PollMessages took
 	done    chan struct{}
 	once    sync.Once
 	wg      sync.WaitGroup
@@ -311,6 +320,23 @@ func (l *tcpLink) watch(rc syscall.RawConn) {
 // peer stopped answering) and the queue pair enters the error state.
 func (l *tcpLink) broken(err error) {
 	l.shut()
+	l.rxMu.Lock()
+	later := l.rx.kept
+	if later {
+		// Messages received whole before the failure go out first: the
+		// PollMessages that takes the last of them reports it (fail).
+		l.rx.failLater = true
+	}
+	l.rxMu.Unlock()
+	if !later {
+		l.fail()
+	}
+}
+
+// fail reports a link's failure: outstanding work completes with
+// StatusRetryExceeded, posted receives flushed, and the queue pair enters the
+// error state.
+func (l *tcpLink) fail() {
 	q := l.q
 	q.mu.Lock()
 	if q.State() == verbs.QPReady {
@@ -349,6 +375,10 @@ func (l *tcpLink) shut() {
 			release(h)
 		}
 		l.rx.holds = nil
+		// Messages held whole in the staging buffer stay for PollMessages
+		// (not when the queue pair is being destroyed).
+		keep := l.msgHeld.Load() && !l.dead.Load()
+		l.rx.kept = keep
 		l.rxMu.Unlock()
 		l.pmu.Lock()
 		for _, it := range l.held {
@@ -358,7 +388,9 @@ func (l *tcpLink) shut() {
 		}
 		l.held = nil
 		l.pmu.Unlock()
-		l.q.ctx.removeLink(l)
+		if !keep {
+			l.q.ctx.removeLink(l)
+		}
 		if l.viaPoller {
 			l.q.ctx.leavePoller()
 		}
@@ -395,6 +427,13 @@ func (l *tcpLink) flush(st verbs.Status) {
 func (l *tcpLink) close() {
 	l.dead.Store(true)
 	l.shut()
+	l.rxMu.Lock()
+	kept := l.rx.kept
+	l.rx.kept, l.rx.failLater = false, false
+	l.rxMu.Unlock()
+	if kept {
+		l.q.ctx.removeLink(l)
+	}
 	l.wg.Wait()
 	l.flush(verbs.StatusWorkRequestFlushed)
 }

@@ -71,8 +71,10 @@ type tcpState struct {
 	// poll); acks counts the links whose answers wait to ride with a request.
 	polls atomic.Uint64
 	acks  atomic.Int32
-	// asleep: the poller waits in the kernel.
+	// asleep: the poller waits in the kernel. rearm: a link's held messages
+	// were handed out: the poller watches its socket again.
 	asleep atomic.Bool
+	rearm  atomic.Bool
 }
 
 type earlyConn struct {

@@ -82,6 +82,16 @@ func (c *Context) ackQueued() {
 	}
 }
 
+// rearmPoller is told that a link's held messages were handed out: the poller,
+// which stopped watching its socket meanwhile, must watch it again before it
+// waits in the kernel (it looks at rearm after it marks itself asleep).
+func (c *Context) rearmPoller() {
+	c.tcp.rearm.Store(true)
+	if c.tcp.asleep.Load() {
+		c.wakePoller()
+	}
+}
+
 // wakePoller ends the poller's nap or kernel wait: a link started, a link's
 // frames wait for room, a receive was posted for a SEND that waits for one, or
 // a caller stops polling to block.
@@ -167,7 +177,7 @@ func (p *tcpPoller) run() {
 		}
 		timeout := p.tend()
 		p.c.tcp.asleep.Store(true)
-		if polls.Load() != last || len(p.kickCh) > 0 {
+		if polls.Load() != last || len(p.kickCh) > 0 || p.c.tcp.rearm.Load() {
 			p.c.tcp.asleep.Store(false)
 			select {
 			case <-p.kickCh:
@@ -291,11 +301,14 @@ func (p *tcpPoller) tend() time.Duration {
 			timeout = max(d, 0)
 		}
 	}
+	if p.c.tcp.rearm.Load() {
+		p.c.tcp.rearm.Store(false) // (before the links' msgHeld are read)
+	}
 	for l, id := range p.regs {
 		if l.failed.Load() {
 			continue
 		}
-		if l.stalled.Load() {
+		if l.stalled.Load() || l.rbLeft.Load() {
 			l.pollRx()
 		}
 		if due := l.ackDue.Load(); due != 0 {
@@ -311,7 +324,9 @@ func (p *tcpPoller) tend() time.Duration {
 		want := uint32(0)
 		if l.stalled.Load() {
 			bound(tcpStallRetry)
-		} else {
+		} else if !l.msgHeld.Load() {
+			// (a held message: data behind it waits until PollMessages
+			// takes it, see rearmPoller)
 			want = unix.EPOLLIN
 		}
 		if l.txWait.Load() {

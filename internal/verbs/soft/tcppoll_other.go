@@ -20,3 +20,6 @@ func (c *Context) unwatch(l *tcpLink) {}
 
 // ackQueued does nothing here (answers are not delayed without a poller).
 func (c *Context) ackQueued() {}
+
+// rearmPoller does nothing here.
+func (c *Context) rearmPoller() {}

@@ -40,7 +40,9 @@ func (l *tcpLink) poll() int {
 	// A look at the socket's readiness comes before a read: it costs a system
 	// call too, but not the socket's lock (see readable).
 	got, emptyRead, emptyLook := 0, false, false
-	if l.stalled.Load() || l.look() {
+	if l.msgHeld.Load() {
+		// A message waits for PollMessages: nothing is read behind it.
+	} else if l.stalled.Load() || l.rbLeft.Load() || l.look() {
 		empty := l.nEmpty.Load()
 		got = l.pollRx()
 		emptyRead = got == 0 && l.nEmpty.Load() != empty
@@ -155,6 +157,9 @@ func (l *tcpLink) pollRx() int {
 	if l.failed.Load() {
 		return 0
 	}
+	if l.rbLeft.Load() {
+		l.rbLeft.Store(false) // read from the buffer below
+	}
 	n := 0
 	for {
 		got, drained, err := l.receive()
@@ -166,7 +171,7 @@ func (l *tcpLink) pollRx() int {
 			l.lost(err)
 			return n
 		}
-		if drained || l.rx.waitRecv || l.failed.Load() {
+		if drained || l.rx.waitRecv || l.msgComplete() || l.failed.Load() {
 			// A destroy (shut) waits on rxMu: a peer that keeps the socket
 			// full must not hold it off.
 			return n
@@ -188,6 +193,18 @@ func (l *tcpLink) lost(err error) {
 // it asked for: the socket held no more at that time).
 func (l *tcpLink) receive() (frames int, drained bool, err error) {
 	rx := &l.rx
+	if rx.msg {
+		// A message: its payload stays in the buffer for PollMessages.
+		if l.msgComplete() {
+			return 0, false, nil
+		}
+		drained, err := l.readMessage()
+		if err != nil || drained {
+			return 0, drained, err
+		}
+		l.holdMessage()
+		return 1, false, nil
+	}
 	if rx.waitRecv {
 		if err := l.beginSend(); err != nil || rx.waitRecv {
 			return 0, false, err
@@ -267,6 +284,13 @@ func (l *tcpLink) receive() (frames int, drained bool, err error) {
 			if rx.waitRecv {
 				return frames, false, nil
 			}
+			if rx.msg {
+				if l.msgComplete() {
+					frames++
+					l.holdMessage()
+				}
+				return frames, false, nil
+			}
 			if rx.left == 0 {
 				frames++
 				if err := l.endFrame(); err != nil {
@@ -300,6 +324,10 @@ func (l *tcpLink) receive() (frames int, drained bool, err error) {
 
 // read reads from the socket (non-blocking) and counts the call.
 func (l *tcpLink) read(b []byte) (int, error) {
+	if l.rx.kept {
+		// The link failed: only what the staging buffer holds is served.
+		return 0, syscall.EAGAIN
+	}
 	m, err := readFD(l.fd, b)
 	l.nReads.Add(1)
 	if err == syscall.EAGAIN {
@@ -367,6 +395,10 @@ func (l *tcpLink) beginFrame() error {
 		}
 		rx.act = actWrite
 	case frSend:
+		if l.isMessageFrame(f) {
+			rx.msg, rx.body = true, false // (tcpmsg.go)
+			return nil
+		}
 		return l.beginSend()
 	case frRead:
 		b, h, ok := c.local(f.rkey, f.raddr, uint64(f.n), verbs.AccessRemoteRead, q.pd.id)
@@ -419,6 +451,11 @@ func (l *tcpLink) beginFrame() error {
 		}
 		if st == verbs.StatusLocalLengthError {
 			st = verbs.StatusRemoteInvalidRequest
+		}
+		if f.token == 0 {
+			// A message sent without a work request was refused: the
+			// queue pair's later work learns it.
+			return fmt.Errorf("the peer refused a message: %v", st)
 		}
 		l.complete(f.token, st, 0)
 	case frReadRsp:
@@ -485,6 +522,7 @@ func (l *tcpLink) endFrame() error {
 			break
 		}
 		l.answer(frAck, rx.tok, verbs.StatusSuccess, 0)
+		rx.pushed = true
 		l.q.rcq.push(wc)
 	case actSend:
 		q := l.q
@@ -494,9 +532,10 @@ func (l *tcpLink) endFrame() error {
 		}
 		if rx.st != verbs.StatusSuccess {
 			l.answer(frNak, rx.tok, verbs.StatusRemoteOperationError, 0)
-		} else {
+		} else if rx.tok != 0 { // (token 0: a message, which waits for no answer)
 			l.answer(frAck, rx.tok, verbs.StatusSuccess, 0)
 		}
+		rx.pushed = true
 		q.rcq.push(wc)
 	case actReadRsp:
 		l.complete(rx.tok, verbs.StatusSuccess, f.n)
@@ -543,6 +582,7 @@ func (l *tcpLink) beginSend() error {
 	q.rqHead++
 	id := e.id
 	if uint64(f.n) > e.total {
+		rx.pushed = true
 		q.rcq.push(verbs.WorkCompletion{ID: id, Status: verbs.StatusLocalLengthError, Opcode: verbs.WCRecv, QPNum: q.num})
 		q.mu.Unlock()
 		rx.left = f.n

@@ -353,7 +353,8 @@ func countReads(its []*outItem) int {
 	return n
 }
 
-// complete finishes the request tok with st.
+// complete finishes the request tok with st (the receive side calls it, rxMu
+// held).
 func (l *tcpLink) complete(tok uint64, st verbs.Status, byteLen uint32) bool {
 	l.pmu.Lock()
 	p := l.pending[tok]
@@ -395,6 +396,11 @@ func (l *tcpLink) complete(tok uint64, st verbs.Status, byteLen uint32) bool {
 	if p.signal || st != verbs.StatusSuccess {
 		l.q.scq.push(verbs.WorkCompletion{ID: p.wr.ID, Status: st, Opcode: verbs.OpcodeOf(p.wr.Opcode),
 			ByteLen: byteLen, QPNum: l.q.num})
+		if l.q.scq == l.q.rcq {
+			// (called by the receive side, rxMu held) a message the peer
+			// sent after this answer goes to the consumer after it.
+			l.rx.pushed = true
+		}
 	}
 	// The record goes back to the free list (its parts no longer needed: a
 	// READ's data and an atomic's value have landed).
