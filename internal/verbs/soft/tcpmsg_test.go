@@ -13,7 +13,11 @@ import (
 
 // TestTCPMessagesShared runs the message-mode tests that use only the verbs
 // interface over TCP links (PTL_SOFT_PATH=tcp): every queue pair of msgPair
-// connects over a TCP stream.
+// connects over a TCP stream. Left out: the tests of shared-memory layout and
+// of a message handed out in the very call during which it was sent
+// (PollRoundHandsOutWhatItsRoundFound, PollRoundLeavesNoStaleReady): over TCP
+// the frame may not have reached the receiver's socket when that call reads it,
+// so they would pass or fail with the timing.
 func TestTCPMessagesShared(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -29,7 +33,6 @@ func TestTCPMessagesShared(t *testing.T) {
 		{"PollRacesFailingPost", TestMessagesPollRacesFailingPost},
 		{"PollRoundLocksOnce", TestPollRoundLocksOnce},
 		{"PollRoundMixed", TestPollRoundMixed},
-		{"PollRoundHandsOut", TestPollRoundHandsOutWhatItsRoundFound},
 		{"PollRoundReceiveBeforeLaterMessage", TestPollRoundReceiveBeforeLaterMessage},
 		{"PollRoundAllocatesNothing", TestPollRoundAllocatesNothing},
 	} {
