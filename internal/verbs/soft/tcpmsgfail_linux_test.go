@@ -33,39 +33,9 @@ func TestTCPMessagesHeldWhenLinkFails(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		n, err := unix.IoctlGetInt(l.fd, unix.SIOCINQ)
-		if err != nil || n >= 2*(frameLen+3) || time.Now().After(deadline) {
-			break
-		}
-	}
-	l.rxMu.Unlock()
-	for {
-		l.rxMu.Lock()
-		whole := l.msgHeld.Load() && l.rbW-l.rbR >= 3+frameLen+3
-		l.rxMu.Unlock()
-		if whole {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the messages did not arrive")
-		}
-		bq.ctx.pollLinks()
-	}
+	stageHeld(t, bq, 2*(frameLen+3), 3+frameLen+3, deadline, "the messages did not arrive")
 	l.broken(errors.New("test: the link failed"))
-	var order []string
-	h := func(_ uint64, b []byte) bool { order = append(order, string(b)); return true }
-	q := p.B.CQ.(*cq)
-	var wc [4]verbs.WorkCompletion
-	for len(order) < 3 && time.Now().Before(deadline) {
-		_, k, err := q.PollRound(h, 1, wc[:])
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, w := range wc[:k] {
-			order = append(order, fmt.Sprintf("recv%d:%v", w.ID, w.Status))
-		}
-	}
+	order := pollOrder(t, p.B.CQ.(*cq), 1, 3, deadline)
 	if want := fmt.Sprintf("[one two recv10:%v]", verbs.StatusWorkRequestFlushed); fmt.Sprint(order) != want {
 		t.Fatalf("order %v, want %s", order, want)
 	}
@@ -106,39 +76,9 @@ func TestTCPFramesBehindHeldMessagesWhenLinkFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		n, err := unix.IoctlGetInt(l.fd, unix.SIOCINQ)
-		if err != nil || n >= total || time.Now().After(deadline) {
-			break
-		}
-	}
-	l.rxMu.Unlock()
-	for {
-		l.rxMu.Lock()
-		whole := l.msgHeld.Load() && l.rbW-l.rbR >= total-frameLen
-		l.rxMu.Unlock()
-		if whole {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the frames did not arrive")
-		}
-		bq.ctx.pollLinks()
-	}
+	stageHeld(t, bq, total, total-frameLen, deadline, "the frames did not arrive")
 	l.broken(errors.New("test: the link failed"))
-	var order []string
-	h := func(_ uint64, b []byte) bool { order = append(order, string(b)); return true }
-	q := p.B.CQ.(*cq)
-	var wc [4]verbs.WorkCompletion
-	for len(order) < 4 && time.Now().Before(deadline) {
-		_, k, err := q.PollRound(h, 4, wc[:])
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, w := range wc[:k] {
-			order = append(order, fmt.Sprintf("recv%d:%v", w.ID, w.Status))
-		}
-	}
+	order := pollOrder(t, p.B.CQ.(*cq), 4, 4, deadline)
 	if want := fmt.Sprintf("[one recv10:%v two recv11:%v]", verbs.StatusSuccess, verbs.StatusWorkRequestFlushed); fmt.Sprint(order) != want {
 		t.Fatalf("order %v, want %s", order, want)
 	}
@@ -166,25 +106,7 @@ func TestTCPKeptLinkReleasesPartialWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		n, err := unix.IoctlGetInt(l.fd, unix.SIOCINQ)
-		if err != nil || n >= 2*frameLen+3+8 || time.Now().After(deadline) {
-			break
-		}
-	}
-	l.rxMu.Unlock()
-	for {
-		l.rxMu.Lock()
-		whole := l.msgHeld.Load() && l.rbW-l.rbR >= 3+frameLen
-		l.rxMu.Unlock()
-		if whole {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the frames did not arrive")
-		}
-		bq.ctx.pollLinks()
-	}
+	stageHeld(t, bq, 2*frameLen+3+8, 3+frameLen, deadline, "the frames did not arrive")
 	l.broken(errors.New("test: the link failed"))
 	q := p.B.CQ.(*cq)
 	got := 0
@@ -200,4 +122,53 @@ func TestTCPKeptLinkReleasesPartialWrite(t *testing.T) {
 	if n := atomic.LoadInt32(bq.ctx.view.i32(entryOff(key&mrIdxMask) + eInflight)); n != 0 {
 		t.Fatalf("the WRITE's target is held %d times after the link failed", n)
 	}
+}
+
+// stageHeld is called with bq's link's rxMu held (so nothing is received
+// meanwhile): it waits until the link's socket holds inSocket bytes (or the
+// deadline passes), lets go of rxMu, then runs link rounds until a message is
+// held and the staging buffer holds at least staged bytes; at the deadline it
+// fails the test with late.
+func stageHeld(t *testing.T, bq *qp, inSocket, staged int, deadline time.Time, late string) {
+	t.Helper()
+	l := bq.link
+	for {
+		n, err := unix.IoctlGetInt(l.fd, unix.SIOCINQ)
+		if err != nil || n >= inSocket || time.Now().After(deadline) {
+			break
+		}
+	}
+	l.rxMu.Unlock()
+	for {
+		l.rxMu.Lock()
+		whole := l.msgHeld.Load() && l.rbW-l.rbR >= staged
+		l.rxMu.Unlock()
+		if whole {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(late)
+		}
+		bq.ctx.pollLinks()
+	}
+}
+
+// pollOrder calls q's PollRound, at most budget messages a call, until it has
+// handed out n things or the deadline passed, and returns what it handed out
+// in order: a message as its text, a completion as recv<ID>:<status>.
+func pollOrder(t *testing.T, q *cq, budget, n int, deadline time.Time) []string {
+	t.Helper()
+	var order []string
+	h := func(_ uint64, b []byte) bool { order = append(order, string(b)); return true }
+	var wc [4]verbs.WorkCompletion
+	for len(order) < n && time.Now().Before(deadline) {
+		_, k, err := q.PollRound(h, budget, wc[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range wc[:k] {
+			order = append(order, fmt.Sprintf("recv%d:%v", w.ID, w.Status))
+		}
+	}
+	return order
 }
