@@ -15,11 +15,7 @@ import (
 // waiting: the put completes there NI_UNDELIVERABLE, its pin is released and the
 // entry can be unlinked.
 func TestPushInitiatorFiniBeforeCTS(t *testing.T) {
-	setPushPuts(t, true)
-	testNoHelpers.Store(true)
-	t.Cleanup(func() { testNoHelpers.Store(false) })
-	nis := newNIs(t, 2, NIMatching|NIPhysical)
-	init, tgt := nis[0], nis[1]
+	init, tgt := pushNIs(t)
 	q := mustEQ(t, tgt)
 	idx := mustPT(t, tgt, 0, q)
 	m := mustME(t, tgt, idx, MESpec{Start: make([]byte, 64<<10), UID: UIDAny, Options: MEOpPut | MEEventLinkDisable,
@@ -32,18 +28,8 @@ func TestPushInitiatorFiniBeforeCTS(t *testing.T) {
 	if err := Put(md, 0, uint64(len(src)), AckReqFull, mustPhysID(t, tgt), idx, 1, 0, 1, 0); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; ; i++ {
-		tgt.mu.Lock()
-		n := len(tgt.tops)
-		tgt.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		if i == 1e7 {
-			t.Fatal("the target never matched the put")
-		}
-		tgt.progressOnce(true)
-	}
+	driveUntil(t, 1e7, func() bool { return topsLeft(tgt) == 1 },
+		func() string { return "the target never matched the put" }, tgt)
 	if err := init.Fini(); err != nil {
 		t.Fatal(err)
 	}
@@ -51,10 +37,7 @@ func TestPushInitiatorFiniBeforeCTS(t *testing.T) {
 	if ev.Type != eq.EventPut || ev.NIFail != eq.NIUndeliverable {
 		t.Fatalf("event %+v, want a PUT failed NI_UNDELIVERABLE", ev)
 	}
-	tgt.mu.Lock()
-	n := len(tgt.tops)
-	tgt.mu.Unlock()
-	if n != 0 {
+	if n := topsLeft(tgt); n != 0 {
 		t.Fatalf("%d target operations left", n)
 	}
 	if err := m.Unlink(); err != nil {
@@ -89,11 +72,7 @@ func (r *rejectWrites) PostSend(wrs []verbs.SendWR) error {
 func TestPushWriteRejectedAtPost(t *testing.T) {
 	for _, busy := range []int{0, 1} {
 		t.Run(fmt.Sprintf("busy=%d", busy), func(t *testing.T) {
-			setPushPuts(t, true)
-			testNoHelpers.Store(true)
-			t.Cleanup(func() { testNoHelpers.Store(false) })
-			nis := newNIs(t, 2, NIMatching|NIPhysical)
-			init, tgt := nis[0], nis[1]
+			init, tgt := pushNIs(t)
 			q := mustEQ(t, tgt)
 			idx := mustPT(t, tgt, 0, q)
 			mustME(t, tgt, idx, MESpec{Start: make([]byte, 64<<10), UID: UIDAny, Options: MEOpPut | MEEventLinkDisable,
@@ -104,31 +83,12 @@ func TestPushWriteRejectedAtPost(t *testing.T) {
 				t.Fatal(err)
 			}
 			ipr := mustPeer(t, init, tgt)
-			ipr.sendMu.Lock()
-			orig := ipr.qp
-			ipr.qp = &rejectWrites{QP: orig, busy: busy}
-			ipr.sendMu.Unlock()
-			t.Cleanup(func() {
-				ipr.sendMu.Lock()
-				ipr.qp = orig
-				ipr.sendMu.Unlock()
-			})
+			wrapPeerQP(t, ipr, func(orig verbs.QP) verbs.QP { return &rejectWrites{QP: orig, busy: busy} })
 			if err := Put(md, 0, 64<<10, AckReqFull, mustPhysID(t, tgt), idx, 1, 0, 1, 0); err != nil {
 				t.Fatal(err)
 			}
-			for i := 0; ; i++ {
-				init.mu.Lock()
-				n := len(init.ops)
-				init.mu.Unlock()
-				if n == 0 {
-					break
-				}
-				if i == 1e6 {
-					t.Fatal("the put never completed (the target waits for a FIN)")
-				}
-				tgt.progressOnce(true)
-				init.progressOnce(true)
-			}
+			driveUntil(t, 1e6, func() bool { return opsLeft(init) == 0 },
+				func() string { return "the put never completed (the target waits for a FIN)" }, tgt, init)
 			if ev := waitEvent(t, q); ev.Type != eq.EventPut || ev.NIFail != eq.NIUndeliverable {
 				t.Fatalf("target event %+v, want a PUT failed NI_UNDELIVERABLE", ev)
 			}
@@ -218,4 +178,61 @@ func TestPushManySegmentEntryPulls(t *testing.T) {
 	if init.Pushes() != before {
 		t.Fatal("a put into more segments than a CTS names was pushed")
 	}
+}
+
+// pushNIs makes an initiator and a target NI that push their long puts and run
+// no progress goroutines: the test drives every round.
+func pushNIs(t *testing.T) (init, tgt *NI) {
+	t.Helper()
+	setPushPuts(t, true)
+	noHelpers(t)
+	nis := newNIs(t, 2, NIMatching|NIPhysical)
+	return nis[0], nis[1]
+}
+
+// noHelpers starts no progress goroutine for the NIs the test makes after it.
+func noHelpers(t *testing.T) {
+	testNoHelpers.Store(true)
+	t.Cleanup(func() { testNoHelpers.Store(false) })
+}
+
+// driveUntil runs a progress round on each of nis, in that order, until done
+// holds; if it does not after limit tries the test fails with failed's message.
+func driveUntil(t *testing.T, limit int, done func() bool, failed func() string, nis ...*NI) {
+	t.Helper()
+	for i := 0; !done(); i++ {
+		if i == limit {
+			t.Fatal(failed())
+		}
+		for _, ni := range nis {
+			ni.progressOnce(true)
+		}
+	}
+}
+
+// opsLeft is the number of the NI's own operations in flight.
+func opsLeft(ni *NI) int {
+	ni.mu.Lock()
+	defer ni.mu.Unlock()
+	return len(ni.ops)
+}
+
+// topsLeft is the number of target operations the NI holds.
+func topsLeft(ni *NI) int {
+	ni.mu.Lock()
+	defer ni.mu.Unlock()
+	return len(ni.tops)
+}
+
+// wrapPeerQP puts wrap(pr's queue pair) in its place until the test ends.
+func wrapPeerQP(t *testing.T, pr *peer, wrap func(verbs.QP) verbs.QP) {
+	pr.sendMu.Lock()
+	orig := pr.qp
+	pr.qp = wrap(orig)
+	pr.sendMu.Unlock()
+	t.Cleanup(func() {
+		pr.sendMu.Lock()
+		pr.qp = orig
+		pr.sendMu.Unlock()
+	})
 }

@@ -1,6 +1,7 @@
 package nic
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 
@@ -49,11 +50,7 @@ func (h *hcaSendQueue) PostSend(wrs []verbs.SendWR) error {
 // the puts never complete. The engine must signal one request in every signalN
 // it posts on a queue pair, whatever the requests are.
 func TestPushedWritesFreeTheSendQueue(t *testing.T) {
-	setPushPuts(t, true)
-	testNoHelpers.Store(true)
-	t.Cleanup(func() { testNoHelpers.Store(false) })
-	nis := newNIs(t, 2, NIMatching|NIPhysical)
-	init, tgt := nis[0], nis[1]
+	init, tgt := pushNIs(t)
 	idx := mustPT(t, tgt, 0, nil)
 	const pieces, piece, puts = 48, 4096, 8
 	whole := make([]byte, pieces*piece)
@@ -71,37 +68,19 @@ func TestPushedWritesFreeTheSendQueue(t *testing.T) {
 	}
 	ipr := mustPeer(t, init, tgt)
 	hq := &hcaSendQueue{}
-	ipr.sendMu.Lock()
-	orig := ipr.qp
-	hq.QP = orig
-	ipr.qp = hq
-	ipr.sendMu.Unlock()
-	t.Cleanup(func() {
-		ipr.sendMu.Lock()
-		ipr.qp = orig
-		ipr.sendMu.Unlock()
-	})
+	wrapPeerQP(t, ipr, func(orig verbs.QP) verbs.QP { hq.QP = orig; return hq })
 	before := init.Pushes()
 	for i := 0; i < puts; i++ {
 		if err := Put(md, 0, uint64(len(src)), AckReqFull, mustPhysID(t, tgt), idx, 1, 0, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for i := 0; ; i++ {
-		init.mu.Lock()
-		n := len(init.ops)
-		init.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		if i == 1e6 {
-			hq.mu.Lock()
-			t.Fatalf("%d of %d puts never completed: %d unsignaled requests in a row filled the send queue (%d posts refused)",
-				n, puts, hq.longest, hq.refusals)
-		}
-		tgt.progressOnce(true)
-		init.progressOnce(true)
-	}
+	driveUntil(t, 1e6, func() bool { return opsLeft(init) == 0 }, func() string {
+		hq.mu.Lock()
+		defer hq.mu.Unlock()
+		return fmt.Sprintf("%d of %d puts never completed: %d unsignaled requests in a row filled the send queue (%d posts refused)",
+			opsLeft(init), puts, hq.longest, hq.refusals)
+	}, tgt, init)
 	if got := init.Pushes() - before; got != puts {
 		t.Fatalf("%d of %d puts pushed", got, puts)
 	}

@@ -12,11 +12,7 @@ import (
 // its put: the initiator's events say NI_UNDELIVERABLE, the put's pin goes, and
 // its MD is not left busy.
 func TestUnsignaledPushWriteFails(t *testing.T) {
-	setPushPuts(t, true)
-	testNoHelpers.Store(true)
-	t.Cleanup(func() { testNoHelpers.Store(false) })
-	nis := newNIs(t, 2, NIMatching|NIPhysical)
-	init, tgt := nis[0], nis[1]
+	init, tgt := pushNIs(t)
 	idx := mustPT(t, tgt, 0, nil)
 	iq := mustEQ(t, init)
 	src := make([]byte, 64<<10)
@@ -46,18 +42,8 @@ func TestUnsignaledPushWriteFails(t *testing.T) {
 	init.progMu.Lock()
 	init.handleCTS(pr, &h, segs)
 	init.progMu.Unlock()
-	for i := 0; ; i++ {
-		init.mu.Lock()
-		n := len(init.ops)
-		init.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		if i == 1e6 {
-			t.Fatal("the put whose write failed never completed")
-		}
-		init.progressOnce(true)
-	}
+	driveUntil(t, 1e6, func() bool { return opsLeft(init) == 0 },
+		func() string { return "the put whose write failed never completed" }, init)
 	if ev := waitEvent(t, iq); ev.Type != eq.EventSend || ev.NIFail != eq.NIUndeliverable {
 		t.Fatalf("initiator event %+v, want SEND failed NI_UNDELIVERABLE", ev)
 	}
