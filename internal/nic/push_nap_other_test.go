@@ -12,18 +12,10 @@ import (
 func TestPushNapOnlyWhenPushesAreAllTheWork(t *testing.T) {
 	// No progress goroutines: the test asks pushNap itself, and the initiator
 	// never answers.
-	testNoHelpers.Store(true)
-	t.Cleanup(func() { testNoHelpers.Store(false) })
+	noHelpers(t)
 	nis := newNIs(t, 2, NIMatching|NIPhysical)
 	init, tgt := nis[0], nis[1]
-	idx := mustPT(t, tgt, 0, nil)
-	mustME(t, tgt, idx, MESpec{Start: make([]byte, 4<<20), UID: UIDAny, Options: MEOpPut,
-		MatchID: anyProc(), MatchBits: 1}, PriorityList, 0)
-	pr := mustPeer(t, tgt, init)
-	tgt.progMu.Lock()
-	pushedRequest(t, tgt, pr, idx, 2<<20)
-	pushedRequest(t, tgt, pr, idx, 2<<20)
-	tgt.progMu.Unlock()
+	pushesPending(t, init, tgt, 2)
 	if d := tgt.pushNap(); d == 0 {
 		t.Fatal("no nap with two pushed puts as the only work") // (the case the nap is for)
 	}

@@ -1,6 +1,7 @@
 package nic
 
 import (
+	"fmt"
 	"runtime"
 	"testing"
 )
@@ -19,16 +20,40 @@ func TestTargetLooksWhilePushesPending(t *testing.T) {
 	// the idle rounds counted below are the target's.)
 	init.progMu.Lock()
 	defer init.progMu.Unlock()
+	idx := pushesPending(t, init, tgt, 2)
+	// A message the target drops wakes its goroutine (it may sleep since the
+	// NI started).
+	dropAtTarget(t, init, tgt, idx)
+	// One idle spin is progressSpin-1 rounds; then the goroutine would sleep.
+	idle := progressIdle.Load()
+	waitIdleRounds(t, idle, 4*progressSpin, func() string {
+		return fmt.Sprintf("the target's progress goroutine stopped looking after %d idle rounds, two pushed puts pending",
+			progressIdle.Load()-idle)
+	})
+}
+
+// pushesPending gives tgt n pushed puts of 2 MiB from init, into an entry of
+// 4 MiB (match bits 1) on a new portal table entry whose index it returns;
+// their CTSs are sent and the puts wait for their data.
+func pushesPending(t *testing.T, init, tgt *NI, n int) PTIndex {
+	t.Helper()
 	idx := mustPT(t, tgt, 0, nil)
 	mustME(t, tgt, idx, MESpec{Start: make([]byte, 4<<20), UID: UIDAny, Options: MEOpPut,
 		MatchID: anyProc(), MatchBits: 1}, PriorityList, 0)
 	pr := mustPeer(t, tgt, init)
 	tgt.progMu.Lock()
-	pushedRequest(t, tgt, pr, idx, 2<<20)
-	pushedRequest(t, tgt, pr, idx, 2<<20)
+	for i := 0; i < n; i++ {
+		pushedRequest(t, tgt, pr, idx, 2<<20)
+	}
 	tgt.progMu.Unlock()
-	// A message the target drops wakes its goroutine (it may sleep since the
-	// NI started).
+	return idx
+}
+
+// dropAtTarget sends tgt, from init, a short put no entry on idx matches (match
+// bits 2): the target drops it, and its arrival wakes the target's progress
+// goroutine.
+func dropAtTarget(t *testing.T, init, tgt *NI, idx PTIndex) {
+	t.Helper()
 	md, err := init.MDBind(MDSpec{Start: make([]byte, 8)})
 	if err != nil {
 		t.Fatal(err)
@@ -36,12 +61,16 @@ func TestTargetLooksWhilePushesPending(t *testing.T) {
 	if err := Put(md, 0, 8, NoAckReq, mustPhysID(t, tgt), idx, 2, 0, 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	// One idle spin is progressSpin-1 rounds; then the goroutine would sleep.
-	idle := progressIdle.Load()
-	for i := 0; progressIdle.Load()-idle < 4*progressSpin; i++ {
+}
+
+// waitIdleRounds yields until the progress goroutines ran n idle rounds since
+// progressIdle read from; if they have not after 2e7 yields the test fails with
+// failed's message.
+func waitIdleRounds(t *testing.T, from, n uint64, failed func() string) {
+	t.Helper()
+	for i := 0; progressIdle.Load()-from < n; i++ {
 		if i == 2e7 {
-			t.Fatalf("the target's progress goroutine stopped looking after %d idle rounds, two pushed puts pending",
-				progressIdle.Load()-idle)
+			t.Fatal(failed())
 		}
 		runtime.Gosched()
 	}

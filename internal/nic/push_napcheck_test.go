@@ -1,7 +1,6 @@
 package nic
 
 import (
-	"runtime"
 	"testing"
 )
 
@@ -17,29 +16,12 @@ func TestPushNapAskedNowAndThen(t *testing.T) {
 	// The initiator runs no round: the CTS stays unanswered.
 	init.progMu.Lock()
 	defer init.progMu.Unlock()
-	idx := mustPT(t, tgt, 0, nil)
-	mustME(t, tgt, idx, MESpec{Start: make([]byte, 4<<20), UID: UIDAny, Options: MEOpPut,
-		MatchID: anyProc(), MatchBits: 1}, PriorityList, 0)
-	pr := mustPeer(t, tgt, init)
-	tgt.progMu.Lock()
-	pushedRequest(t, tgt, pr, idx, 2<<20)
-	tgt.progMu.Unlock()
+	idx := pushesPending(t, init, tgt, 1)
 	asked := pushNapAsked.Load()
 	idle := progressIdle.Load()
 	// A message the target drops wakes its goroutine (it may sleep).
-	md, err := init.MDBind(MDSpec{Start: make([]byte, 8)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Put(md, 0, 8, NoAckReq, mustPhysID(t, tgt), idx, 2, 0, 0, 0); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; progressIdle.Load()-idle < progressSpin-1; i++ {
-		if i == 2e7 {
-			t.Fatal("the target's goroutine spun no whole spin")
-		}
-		runtime.Gosched()
-	}
+	dropAtTarget(t, init, tgt, idx)
+	waitIdleRounds(t, idle, progressSpin-1, func() string { return "the target's goroutine spun no whole spin" })
 	spun := progressIdle.Load() - idle
 	if n := pushNapAsked.Load() - asked; n > 2*(spun/pushNapAfter+1) {
 		t.Fatalf("pushNap asked %d times in %d idle rounds, want about one in %d", n, spun, pushNapAfter)
