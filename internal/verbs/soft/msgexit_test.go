@@ -16,18 +16,7 @@ import (
 // as a PollMessages would).
 func TestMessagesBeforePeerExit(t *testing.T) {
 	c, s := startChildMessages(t, "", 64)
-	rbuf := make([]byte, 512)
-	rm := regLocal(t, s, rbuf, rw)
-	if err := s.qp.PostRecv([]verbs.RecvWR{{ID: 9, SG: sge(rm, 256)}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.qp.PostRecv([]verbs.RecvWR{{ID: 10, SG: []verbs.SGE{{Addr: rm.Addr() + 256, Length: 256, LKey: rm.LKey()}}}}); err != nil {
-		t.Fatal(err)
-	}
-	c.reg("b", 256, rw, 5)
-	c.do("send b 8")   // a message
-	c.do("send b 200") // not a message: it takes receive 9
-	c.do("send b 8")   // a message
+	messageSendMessage(t, c, s)
 	q := s.qp.(*qp)
 	var got []int
 	h := func(tag uint64, b []byte) bool {
@@ -60,4 +49,23 @@ func TestMessagesBeforePeerExit(t *testing.T) {
 	if status[9] != verbs.StatusSuccess || len(got) != 2 || status[10] != verbs.StatusWorkRequestFlushed {
 		t.Fatalf("receives %v, messages of %v bytes; want receive 9 done, 2 messages, then receive 10 flushed", status, got)
 	}
+}
+
+// messageSendMessage posts receives 9 and 10 (256 bytes each) at s, then has
+// the child c send a message, a SEND longer than a message (it takes receive
+// 9) and another message.
+func messageSendMessage(t *testing.T, c *child, s *side) {
+	t.Helper()
+	rbuf := make([]byte, 512)
+	rm := regLocal(t, s, rbuf, rw)
+	if err := s.qp.PostRecv([]verbs.RecvWR{{ID: 9, SG: sge(rm, 256)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.qp.PostRecv([]verbs.RecvWR{{ID: 10, SG: []verbs.SGE{{Addr: rm.Addr() + 256, Length: 256, LKey: rm.LKey()}}}}); err != nil {
+		t.Fatal(err)
+	}
+	c.reg("b", 256, rw, 5)
+	c.do("send b 8")   // a message
+	c.do("send b 200") // not a message: it takes receive 9
+	c.do("send b 8")   // a message
 }

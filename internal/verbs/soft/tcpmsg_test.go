@@ -261,18 +261,7 @@ func TestTCPMessagesBeforePeerExit(t *testing.T) {
 	if path := s.qp.(*qp).Path(); path != "tcp" {
 		t.Fatalf("path %q, want tcp", path)
 	}
-	rbuf := make([]byte, 512)
-	rm := regLocal(t, s, rbuf, rw)
-	if err := s.qp.PostRecv([]verbs.RecvWR{{ID: 9, SG: sge(rm, 256)}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.qp.PostRecv([]verbs.RecvWR{{ID: 10, SG: []verbs.SGE{{Addr: rm.Addr() + 256, Length: 256, LKey: rm.LKey()}}}}); err != nil {
-		t.Fatal(err)
-	}
-	c.reg("b", 256, rw, 5)
-	c.do("send b 8")   // a message
-	c.do("send b 200") // not a message: it takes receive 9
-	c.do("send b 8")   // a message
+	messageSendMessage(t, c, s)
 	c.kill()
 	if err := c.waitExit(10 * time.Second); err != nil {
 		t.Fatal(err)
