@@ -100,28 +100,7 @@ func TestPollRoundHandsOutWhatItsRoundFound(t *testing.T) {
 	numbered(msg, 0)
 	got := 0
 	h := func(_ uint64, b []byte) bool { checkNumbered(t, b, got); got++; return true }
-	testBeforeRound = func() {
-		testBeforeRound = nil
-		if err := p.A.QP.(verbs.MessageSender).SendMessage(msg); err != nil {
-			t.Error(err)
-		}
-	}
-	defer func() { testBeforeRound = nil }()
-	var wc [4]verbs.WorkCompletion
-	for i := 0; testBeforeRound != nil; i++ {
-		// (the context's progress goroutine may hold the lock: PollRound then
-		// skips its round)
-		if i == 1e6 {
-			t.Fatal("PollRound never ran its progress round")
-		}
-		m, _, err := q.PollRound(h, 16, wc[:])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if testBeforeRound == nil && m != 1 {
-			t.Fatalf("the call during which the message landed handed out %d messages", m)
-		}
-	}
+	messageDuringRound(t, p.A.QP.(verbs.MessageSender), q, msg, h)
 	if got != 1 {
 		t.Fatalf("%d messages", got)
 	}
@@ -137,22 +116,7 @@ func TestPollRoundLeavesNoStaleReady(t *testing.T) {
 	q := p.B.CQ.(*cq)
 	msg := make([]byte, 8)
 	h := func(uint64, []byte) bool { return true }
-	testBeforeRound = func() {
-		testBeforeRound = nil
-		if err := p.A.QP.(verbs.MessageSender).SendMessage(msg); err != nil {
-			t.Error(err)
-		}
-	}
-	defer func() { testBeforeRound = nil }()
-	var wc [4]verbs.WorkCompletion
-	for i := 0; testBeforeRound != nil; i++ {
-		if i == 1e6 {
-			t.Fatal("PollRound never ran its progress round")
-		}
-		if m, _, err := q.PollRound(h, 16, wc[:]); err != nil || (testBeforeRound == nil && m != 1) {
-			t.Fatalf("%d messages, %v", m, err)
-		}
-	}
+	messageDuringRound(t, p.A.QP.(verbs.MessageSender), q, msg, h)
 	if q.ready() {
 		t.Fatal("the queue says something is ready after its only message was handed out")
 	}
@@ -232,5 +196,34 @@ func TestPollRoundAllocatesNothing(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(1000, once); n != 0 {
 		t.Fatalf("%v allocations per message", n)
+	}
+}
+
+// messageDuringRound has ms send msg from inside the progress round of a
+// PollRound on q (h its consumer), calling PollRound until one ran its round,
+// and fails the test unless that call handed out exactly one message.
+func messageDuringRound(t *testing.T, ms verbs.MessageSender, q *cq, msg []byte, h verbs.MessageHandler) {
+	t.Helper()
+	testBeforeRound = func() {
+		testBeforeRound = nil
+		if err := ms.SendMessage(msg); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { testBeforeRound = nil }()
+	var wc [4]verbs.WorkCompletion
+	for i := 0; testBeforeRound != nil; i++ {
+		// (the context's progress goroutine may hold the lock: PollRound then
+		// skips its round)
+		if i == 1e6 {
+			t.Fatal("PollRound never ran its progress round")
+		}
+		m, _, err := q.PollRound(h, 16, wc[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if testBeforeRound == nil && m != 1 {
+			t.Fatalf("the call during which the message landed handed out %d messages", m)
+		}
 	}
 }
