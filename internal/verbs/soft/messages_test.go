@@ -448,14 +448,7 @@ func BenchmarkMessagePathSerial8B(b *testing.B) {
 		for n, _ := mc.PollMessages(h, 16); n == 0; n, _ = mc.PollMessages(h, 16) {
 		}
 	}
-	for i := 0; i < 1000; i++ {
-		once()
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		once()
-	}
+	benchRounds(b, once)
 }
 
 // TestMessagesBeforePeerClose: messages the peer sent before it closed its queue
@@ -496,5 +489,18 @@ func TestMessagesBeforePeerClose(t *testing.T) {
 	}
 	if got != 3 || !flushed {
 		t.Fatalf("%d messages, receive flushed %v", got, flushed)
+	}
+}
+
+// benchRounds runs once 1000 times to warm up, then b.N times timed, counting
+// allocations.
+func benchRounds(b *testing.B, once func()) {
+	for i := 0; i < 1000; i++ {
+		once()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		once()
 	}
 }

@@ -60,12 +60,5 @@ func BenchmarkSendPathSerial8B(b *testing.B) {
 		}
 		p.A.CQ.Poll(wc[:]) // the sender's side of the round (its signaled sends: none)
 	}
-	for i := 0; i < 1000; i++ {
-		once()
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		once()
-	}
+	benchRounds(b, once)
 }

@@ -1,6 +1,7 @@
 package soft
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,28 +33,27 @@ func TestTCPPollLooksBeforeReading(t *testing.T) {
 // of l found nothing meanwhile.
 func emptyReads(t *testing.T, s *verbstest.Side, l *tcpLink, n int) uint64 {
 	t.Helper()
-	before := l.nEmpty.Load()
-	var wc [4]verbs.WorkCompletion
-	for i := 0; i < n; i++ {
-		if _, err := s.CQ.Poll(wc[:]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return l.nEmpty.Load() - before
+	return pollCounting(t, s, &l.nEmpty, n)
 }
 
 // pollIdle polls s's queue n times and returns how many looks at the socket
 // of l those rounds made.
 func pollIdle(t *testing.T, s *verbstest.Side, l *tcpLink, n int) uint64 {
 	t.Helper()
-	before := l.nLooks.Load()
+	return pollCounting(t, s, &l.nLooks, n)
+}
+
+// pollCounting polls s's queue n times and returns how much c grew meanwhile.
+func pollCounting(t *testing.T, s *verbstest.Side, c *atomic.Uint64, n int) uint64 {
+	t.Helper()
+	before := c.Load()
 	var wc [4]verbs.WorkCompletion
 	for i := 0; i < n; i++ {
 		if _, err := s.CQ.Poll(wc[:]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return l.nLooks.Load() - before
+	return c.Load() - before
 }
 
 // settle polls both sides until no answer waits to go on either link and

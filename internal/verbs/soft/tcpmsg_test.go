@@ -322,12 +322,5 @@ func BenchmarkTCPMessagePathSerial8B(b *testing.B) {
 		}
 		p.A.CQ.Poll(wc[:])
 	}
-	for i := 0; i < 1000; i++ {
-		once()
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		once()
-	}
+	benchRounds(b, once)
 }
