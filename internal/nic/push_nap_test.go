@@ -13,13 +13,10 @@ import (
 // the initiator then pays no wake-up per FIN, and the target no processor while
 // the data moves.
 func TestTargetLooksWhilePushesPending(t *testing.T) {
-	nis := newNIs(t, 2, NIMatching|NIPhysical)
-	init, tgt := nis[0], nis[1]
 	// The initiator runs no round: the CTSs stay unanswered. (Its progress
 	// goroutine naps while the lock is held, TestProgressGoroutineStepsAside, so
 	// the idle rounds counted below are the target's.)
-	init.progMu.Lock()
-	defer init.progMu.Unlock()
+	init, tgt := silentInitiator(t)
 	idx := pushesPending(t, init, tgt, 2)
 	// A message the target drops wakes its goroutine (it may sleep since the
 	// NI started).
@@ -74,4 +71,15 @@ func waitIdleRounds(t *testing.T, from, n uint64, failed func() string) {
 		}
 		runtime.Gosched()
 	}
+}
+
+// silentInitiator makes an initiator and a target NI and holds the initiator's
+// progress lock until the test ends: the initiator runs no round.
+func silentInitiator(t *testing.T) (init, tgt *NI) {
+	t.Helper()
+	nis := newNIs(t, 2, NIMatching|NIPhysical)
+	init, tgt = nis[0], nis[1]
+	init.progMu.Lock()
+	t.Cleanup(init.progMu.Unlock)
+	return init, tgt
 }

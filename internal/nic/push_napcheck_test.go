@@ -11,11 +11,8 @@ import (
 // after the first pushNapAfter, where it would contend for the engine lock with
 // the callers all through the spin.
 func TestPushNapAskedNowAndThen(t *testing.T) {
-	nis := newNIs(t, 2, NIMatching|NIPhysical)
-	init, tgt := nis[0], nis[1]
 	// The initiator runs no round: the CTS stays unanswered.
-	init.progMu.Lock()
-	defer init.progMu.Unlock()
+	init, tgt := silentInitiator(t)
 	idx := pushesPending(t, init, tgt, 1)
 	asked := pushNapAsked.Load()
 	idle := progressIdle.Load()
