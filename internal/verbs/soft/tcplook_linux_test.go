@@ -36,6 +36,12 @@ func emptyReads(t *testing.T, s *verbstest.Side, l *tcpLink, n int) uint64 {
 	return pollCounting(t, s, &l.nEmpty, n)
 }
 
+// hotLooksMin is how many looks 100 polls of a link that is looked at every
+// round make at the least: a Poll that finds the context's progress goroutine in
+// a round of its own skips its round, so not quite every poll looks (93 of 100
+// seen under -race on a loaded host); a paced link looks at most twice.
+const hotLooksMin = 50
+
 // pollIdle polls s's queue n times and returns how many looks at the socket
 // of l those rounds made.
 func pollIdle(t *testing.T, s *verbstest.Side, l *tcpLink, n int) uint64 {
@@ -118,8 +124,8 @@ func TestTCPPollPacesLooksInBulk(t *testing.T) {
 	settle(t, p, la, lb)
 	hot(la, lb)
 	// (The context's progress goroutine may look too, between its naps.)
-	if n := pollIdle(t, p.B, lb, 100); n < 100 {
-		t.Fatalf("small frames only: 100 polls of an idle link looked %d times, want 100 or more", n)
+	if n := pollIdle(t, p.B, lb, 100); n < hotLooksMin {
+		t.Fatalf("small frames only: 100 polls of an idle link looked %d times, want %d or more", n, hotLooksMin)
 	}
 	const size = 1 << 20
 	src := p.A.Reg(t, size, verbs.AccessLocalWrite, 1)
@@ -136,8 +142,8 @@ func TestTCPPollPacesLooksInBulk(t *testing.T) {
 		s    *verbstest.Side
 		l    *tcpLink
 	}{{"target", p.B, lb}, {"initiator", p.A, la}} {
-		if n := pollIdle(t, c.s, c.l, 100); n < 100 {
-			t.Errorf("%s after a large WRITE completed: 100 polls of an idle link looked %d times, want 100 or more", c.name, n)
+		if n := pollIdle(t, c.s, c.l, 100); n < hotLooksMin {
+			t.Errorf("%s after a large WRITE completed: 100 polls of an idle link looked %d times, want %d or more", c.name, n, hotLooksMin)
 		}
 	}
 	// A large WRITE whose first part only has come: the header and a little
@@ -184,8 +190,8 @@ func TestTCPPollPacesIdleLooks(t *testing.T) {
 	}
 	settle(t, p, la, lb)
 	hot(la, lb)
-	if n := pollIdle(t, p.A, la, 100); n < 100 {
-		t.Fatalf("a link that just received: 100 polls looked %d times, want 100 or more", n)
+	if n := pollIdle(t, p.A, la, 100); n < hotLooksMin {
+		t.Fatalf("a link that just received: 100 polls looked %d times, want %d or more", n, hotLooksMin)
 	}
 	la.quiet.Store(1 << 31) // as if it had long been idle
 	if n := pollIdle(t, p.A, la, 1000); n > 2 {
