@@ -10,7 +10,7 @@ import (
 // same put again reuses the registration (a hit), and the notifier in use and the
 // process's locked memory are reported.
 func TestNICacheStats(t *testing.T) {
-	const size = 64 << 10 // long: the target pulls it, so the initiator registers it
+	const size = 64 << 10 // long: its data moves by RDMA (pushed or pulled), so the initiator registers it
 	nis := newNIs(t, 2, NIMatching|NIPhysical)
 	init, tgt := nis[0], nis[1]
 	_, tq, _ := target(t, tgt, size)
