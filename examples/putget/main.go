@@ -9,7 +9,8 @@
 //
 //   - writes 8 bytes (eager: the payload travels inside the request message) and
 //     1 MiB (long: rank 0 writes it by RDMA WRITE into the range rank 1's engine
-//     names, or rank 1 reads it by RDMA READ under PTL_LONG_PUT=pull) into rank 1's window with
+//     names; on one node rank 1 reads the second half by RDMA READ meanwhile, and
+//     under PTL_LONG_PUT=pull all of it) into rank 1's window with
 //     WriteAt, reads each back into a cleared buffer with ReadAt and compares byte
 //     for byte; after a barrier rank 1 checks its own memory too;
 //   - adds to rank 1's counter with FetchAdd and tries CompareAndSwap with a stale
@@ -199,7 +200,7 @@ func roundTrip(ctx context.Context, w *rma.Window, peer, n int) error {
 	}
 	how := "eager: inline in the request"
 	if n > eagerBelow {
-		how = "long: rank 0 writes it by RDMA WRITE where rank 1 names (READ by rank 1 under PTL_LONG_PUT=pull), rank 1 sends it back by RDMA WRITE"
+		how = "long: rank 0 writes it by RDMA WRITE where rank 1 names (on one node rank 1 reads the second half by RDMA READ meanwhile; all of it under PTL_LONG_PUT=pull), rank 1 sends it back by RDMA WRITE"
 	}
 	fmt.Printf("wrote %s and read it back (%s): verified byte for byte (WriteAt %.1f us, ReadAt %.1f us)\n",
 		size(n), how, us(putTime), us(getTime))

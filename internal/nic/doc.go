@@ -52,8 +52,10 @@
 // A request travels as a SEND: a 92-byte header and, up to 932 bytes, the payload
 // (eager). A larger put names the initiator's registered region instead; the target
 // matches it (package me), names the entry's range back (CTS), into which the
-// initiator writes the data with RDMA WRITE before its FIN (push.go; with
-// PTL_LONG_PUT=pull or no progress goroutine the target pulls it with RDMA READ),
+// initiator writes the data with RDMA WRITE before its FIN (push.go; over shared
+// memory the target reads the second half of a large one itself meanwhile, with
+// RDMA READ; with PTL_LONG_PUT=pull or no progress goroutine the target pulls it
+// all),
 // and answers when done. A larger get is pushed with RDMA WRITE before the
 // reply. Atomics are computed at the target under the NI's engine lock, element by
 // element in host byte order (LONG_DOUBLE in C long double through cgo; not

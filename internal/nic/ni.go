@@ -101,6 +101,7 @@ type NI struct {
 	msgLongs  uint64                 // longs when the message round began (under progMu)
 	longs     atomic.Uint64          // long transfers started by the target (see progressLocked)
 	pushes    atomic.Uint64          // pushed long puts this NI wrote (Pushes)
+	splits    atomic.Uint64          // pushed long puts this NI split as their target (Splits)
 	regOnce   sync.Once
 	reg       *mdreg.Registry
 	regErr    error

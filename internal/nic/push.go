@@ -9,8 +9,72 @@ import (
 )
 
 // pushPuts says whether this process offers to push its long puts (hfPush):
-// PTL_LONG_PUT=pull keeps them pulled by the target, read once.
-var pushPuts = envknob.Get(envknob.LongPut) != "pull"
+// PTL_LONG_PUT=pull keeps them pulled by the target, read once. splitPuts says
+// whether, as a target, it splits a pushed put whose data a CPU copies (the soft
+// provider's shared-memory path): the initiator writes the first half, and we read
+// the second at the same time, so both processes' cores copy (PTL_LONG_PUT=push
+// leaves all of it to the initiator).
+var (
+	pushPuts  = envknob.Get(envknob.LongPut) != "pull"
+	splitPuts = envknob.Get(envknob.LongPut) != "pull" && envknob.Get(envknob.LongPut) != "push"
+)
+
+// A pushed put is split when the target's range holds at least splitMin bytes; the
+// initiator's part ends on a splitAlign boundary of the range. Below that, the
+// target's READ and its completion cost about what its half of the copy saves.
+const (
+	splitMin   = 128 << 10
+	splitAlign = 4096
+)
+
+// copiesOnCPU reports whether RDMA to pr is a copy by the posting process's CPU
+// (the soft provider in a node: cross-memory attach), where a split put has two
+// cores copying. Over TCP both halves would cross the same stream, and an HCA
+// moves the data alone.
+func copiesOnCPU(pr *peer) bool {
+	q, ok := pr.qp.(pather)
+	return ok && q.Path() == "shm"
+}
+
+// Splits returns how many pushed long puts this NI split as their target (read
+// their second part itself), for tests and measurements.
+func (ni *NI) Splits() uint64 { return ni.splits.Load() }
+
+// skipSGEs returns sg without its first off bytes (a new slice).
+func skipSGEs(sg []verbs.SGE, off uint64) []verbs.SGE {
+	out := make([]verbs.SGE, 0, len(sg))
+	for _, s := range sg {
+		if l := uint64(s.Length); off >= l {
+			off -= l
+			continue
+		}
+		s.Addr += off
+		s.Length -= uint32(off)
+		off = 0
+		out = append(out, s)
+	}
+	return out
+}
+
+// skipSegs returns the encoded remote segments segs (putSeg) without their first
+// off bytes (a new slice).
+func skipSegs(segs []byte, off uint64) []byte {
+	out := make([]byte, 0, len(segs))
+	for i := 0; i+16 <= len(segs); i += 16 {
+		seg := getSeg(segs[i:])
+		if l := uint64(seg.Len); off >= l {
+			off -= l
+			continue
+		}
+		seg.Addr += off
+		seg.Len -= uint32(off)
+		off = 0
+		var b [16]byte
+		putSeg(b[:], seg)
+		out = append(out, b[:]...)
+	}
+	return out
+}
 
 // Pushes returns how many long puts this NI wrote into their targets itself (on
 // the targets' msgCTS), for tests and measurements.
@@ -131,8 +195,8 @@ func (ni *NI) pushNap() time.Duration {
 	defer ni.mu.Unlock()
 	n, bytes, largest := 0, uint64(0), uint64(0)
 	for _, top := range ni.tops {
-		if !top.push {
-			return 0
+		if !top.push || top.pending > 1 || (top.pending == 1 && top.finDone) {
+			return 0 // (a pull, or a split put's READ, completes without a FIN)
 		}
 		n++
 		bytes += top.res.MLength
@@ -159,13 +223,18 @@ func (ni *NI) pushNap() time.Duration {
 func (ni *NI) handleFin(pr *peer, h *header) {
 	ni.mu.Lock()
 	top := ni.tops[h.hdrData]
-	if top == nil || top.pr != pr || !top.push {
+	if top == nil || top.pr != pr || !top.push || top.finDone {
 		ni.status[SRMalformed].Add(1)
 		ni.mu.Unlock()
 		return
 	}
 	if h.fail != uint8(eq.NIOK) {
 		top.fail = eq.NIUndeliverable
+	}
+	top.finDone = true
+	if top.pending--; top.pending > 0 {
+		ni.mu.Unlock() // (a split put: our READs of its second part complete it)
+		return
 	}
 	delete(ni.tops, top.id)
 	ni.completeTarget(top)
@@ -174,11 +243,16 @@ func (ni *NI) handleFin(pr *peer, h *header) {
 }
 
 // failPushTops completes, failed, the pushed long puts from pr that wait for its
-// FIN: a failed peer writes nothing more. Called with ni.mu held.
+// FIN: a failed peer writes nothing more. A split put whose READs are still out
+// completes when they do (flushed, as a pull's). Called with ni.mu held.
 func (ni *NI) failPushTops(pr *peer) {
 	for id, top := range ni.tops {
-		if top.pr == pr && top.push {
+		if top.pr == pr && top.push && !top.finDone {
 			top.fail = eq.NIUndeliverable
+			top.finDone = true
+			if top.pending--; top.pending > 0 {
+				continue
+			}
 			delete(ni.tops, id)
 			ni.completeTarget(top)
 		}

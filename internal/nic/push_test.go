@@ -9,12 +9,17 @@ import (
 	"github.com/goportals/goportals/internal/mdreg"
 )
 
-// setPushPuts sets whether this process offers to push its long puts, for one
-// test.
+// setPushPuts sets whether this process offers to push its long puts (without
+// splitting them), for one test.
 func setPushPuts(t *testing.T, on bool) {
-	old := pushPuts
-	pushPuts = on
-	t.Cleanup(func() { pushPuts = old })
+	setLongPut(t, map[bool]string{true: "push", false: "pull"}[on])
+}
+
+// setLongPut sets PTL_LONG_PUT's mode (split, push or pull) for one test.
+func setLongPut(t *testing.T, mode string) {
+	oldPush, oldSplit := pushPuts, splitPuts
+	pushPuts, splitPuts = mode != "pull", mode == "split"
+	t.Cleanup(func() { pushPuts, splitPuts = oldPush, oldSplit })
 }
 
 // evSummary is what must not depend on who moved a long put's data.
@@ -29,13 +34,16 @@ func evSummary(evs []Event) string {
 
 // TestLongPutPushOrPull: long puts, from a descriptor of several segments into an
 // entry of several segments, whole and truncated, move the same bytes and post the
-// same events at both ends whether the initiator pushes them (the default) or the
-// target pulls them (PTL_LONG_PUT=pull); only the push counts as one.
+// same events at both ends whether the initiator pushes them, the target pulls
+// them (PTL_LONG_PUT=pull), or, over shared memory, each moves a part (split, the
+// default); the push and the split count as pushes, the split as a split at the
+// target.
 func TestLongPutPushOrPull(t *testing.T) {
-	var got [2]string
-	for i, push := range []bool{true, false} {
-		t.Run(fmt.Sprintf("push=%v", push), func(t *testing.T) {
-			setPushPuts(t, push)
+	modes := []string{"split", "push", "pull"}
+	got := make([]string, len(modes))
+	for i, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			setLongPut(t, mode)
 			nis := newNIs(t, 2, NIMatching|NIPhysical)
 			init, tgt := nis[0], nis[1]
 			tq := mustEQ(t, tgt)
@@ -59,7 +67,7 @@ func TestLongPutPushOrPull(t *testing.T) {
 				t.Fatal(err)
 			}
 			id := mustPhysID(t, tgt)
-			before := init.Pushes()
+			before, splitBefore := init.Pushes(), tgt.Splits()
 			if err := Put(md, 5000, size, AckReqFull, id, idx, 1, 0, 1, 0); err != nil {
 				t.Fatal(err)
 			}
@@ -83,14 +91,20 @@ func TestLongPutPushOrPull(t *testing.T) {
 				t.Fatal("a truncated put wrote past its entry")
 			}
 			pushes := init.Pushes() - before
-			if want := map[bool]uint64{true: 2, false: 0}[push]; pushes != want {
+			if want := map[string]uint64{"split": 2, "push": 2, "pull": 0}[mode]; pushes != want {
 				t.Fatalf("%d puts pushed, want %d", pushes, want)
+			}
+			splits := tgt.Splits() - splitBefore
+			if want := map[string]uint64{"split": 2, "push": 0, "pull": 0}[mode]; splits != want {
+				t.Fatalf("%d puts split, want %d (path %q)", splits, want, tgt.Path())
 			}
 			got[i] = evSummary(ievs) + "| " + evSummary(tevs)
 		})
 	}
-	if got[0] != got[1] {
-		t.Fatalf("events differ:\npush: %s\npull: %s", got[0], got[1])
+	for i := 1; i < len(got); i++ {
+		if got[i] != got[0] {
+			t.Fatalf("events differ:\n%s: %s\n%s: %s", modes[0], got[0], modes[i], got[i])
+		}
 	}
 	if want := fmt.Sprint(eq.EventAck); !bytes.Contains([]byte(got[0]), []byte(want)) {
 		t.Fatalf("no ACK among %s", got[0])
@@ -101,6 +115,7 @@ func TestLongPutPushOrPull(t *testing.T) {
 // to push it, and returns the target operation waiting for its FIN.
 func pushedRequest(t *testing.T, tgt *NI, pr *peer, idx PTIndex, n uint64) *targetOp {
 	t.Helper()
+	setLongPut(t, "push") // (its segment names no memory the target could read)
 	src := make([]byte, n)
 	seg := make([]byte, 16)
 	putSeg(seg, mdreg.RemoteSegment{Addr: addrOf(src), Len: uint32(n), RKey: 1})

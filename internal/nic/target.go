@@ -22,8 +22,10 @@ type targetOp struct {
 	pending int
 	fail    eq.NIFail
 	pinned  *mdreg.Pinned
-	push    bool   // a pushed long put: waits for the initiator's msgFin, not for RDMA completions
+	push    bool   // a pushed long put: waits for the initiator's msgFin (and a split one for its READs)
+	finDone bool   // a pushed put's msgFin came (or never will: the peer failed)
 	cts     []byte // a pushed put's msgCTS payload (our segments), sent by postTarget
+	ctsLen  uint64 // the bytes the msgCTS asks the initiator to write (all, or a split put's first part)
 }
 
 // testHoldLong, when set by a test, runs on the progress path once a long transfer
@@ -277,16 +279,27 @@ func (ni *NI) startLong(pr *peer, h *header, payload []byte, t *pt, e *entry, re
 	}
 	top.pinned = p
 	if h.kind == msgPut && h.flags&hfPush != 0 && p.NumSegments() <= maxRequestSegs {
-		// Pushed: the initiator writes into our range once it has its segments.
+		// Pushed: the initiator writes into our range once it has its segments
+		// (the first ctsLen bytes). Split: we read the rest meanwhile.
+		top.ctsLen = res.MLength
+		var reads []verbs.SendWR
+		if splitPuts && res.MLength >= splitMin && copiesOnCPU(pr) {
+			cut := res.MLength / 2 &^ (splitAlign - 1)
+			if wrs, ok := pairSegments(skipSGEs(p.SGEs(nil), cut), skipSegs(payload, cut), res.MLength-cut,
+				verbs.OpRDMARead, widTarget|top.id, verbs.SendSignaled); ok {
+				top.ctsLen, reads = cut, wrs
+				ni.splits.Add(1)
+			}
+		}
 		segs := p.Remote(nil)
 		top.cts = make([]byte, 16*len(segs))
 		for i, s := range segs {
 			putSeg(top.cts[16*i:], s)
 		}
-		top.push, top.pending = true, 1
+		top.push, top.pending = true, 1+len(reads)
 		ni.tops[top.id] = top
 		ni.pushHint.Store(true)
-		return top, nil
+		return top, reads
 	}
 	op := verbs.OpRDMARead
 	if h.kind == msgGet {
@@ -309,8 +322,11 @@ func (ni *NI) postTarget(top *targetOp, wrs []verbs.SendWR) {
 	if top.cts != nil {
 		cts := top.cts
 		top.cts = nil
-		h := header{kind: msgCTS, opid: top.h.opid, hdrData: top.id, mlength: top.res.MLength, pt: top.h.pt}
+		h := header{kind: msgCTS, opid: top.h.opid, hdrData: top.id, mlength: top.ctsLen, pt: top.h.pt}
 		if err := top.pr.sendOrQueue(&h, cts); err != nil {
+			// No data and no FIN will come, and a split put's READs are not
+			// posted: the operation fails now (unless the peer's failure
+			// completed it already).
 			ni.mu.Lock()
 			done := ni.tops[top.id] == top
 			if done {
@@ -322,8 +338,13 @@ func (ni *NI) postTarget(top *targetOp, wrs []verbs.SendWR) {
 			if done {
 				ni.sendAnswer(top)
 			}
+			return
 		}
-		return
+		if len(wrs) == 0 {
+			return
+		}
+		// A split put: our READs of its second part go out after the CTS, so
+		// the initiator's write and ours run at the same time.
 	}
 	if wrs == nil {
 		ni.sendAnswer(top)

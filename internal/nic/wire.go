@@ -17,7 +17,9 @@ var le = binary.LittleEndian
 // process that owns the source runs faster than a read by the target (on Linux,
 // process_vm_writev from the data's own process against process_vm_readv from
 // the other one), and the copy runs on the initiator, which waits for its ACK
-// anyway.
+// anyway. Where the copy is by the CPU in a node, the target may split a large
+// pushed put: its CTS asks for the first part only (mlength), and it reads the rest
+// itself meanwhile (push.go).
 
 const (
 	msgMax   = 1024             // largest message (header + inline payload)
