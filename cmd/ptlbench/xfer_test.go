@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"math"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -262,5 +264,20 @@ func TestTransferPathTCP(t *testing.T) {
 	b = mustRun(t, 0, "-min", "8", "-max", "8", "-iters", "20", "put_lat")
 	if !strings.Contains(b.stdout, "path tcp") {
 		t.Fatalf("the table's header does not name the path:\n%s", b.stdout)
+	}
+}
+
+// TestSpinWarm: the spin before a size's iterations lasts at least -warm, and the
+// flag defaults to defaultWarm.
+func TestSpinWarm(t *testing.T) {
+	start := time.Now()
+	spinWarm(3 * time.Millisecond)
+	if d := time.Since(start); d < 3*time.Millisecond {
+		t.Fatalf("spinWarm(3ms) returned after %v", d)
+	}
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	xferFlags(fs)
+	if f := fs.Lookup("warm"); f == nil || f.DefValue != defaultWarm.String() {
+		t.Fatalf("-warm flag %+v, want default %v", f, defaultWarm)
 	}
 }
