@@ -462,3 +462,30 @@ func TestSplitReviewSelf(t *testing.T) {
 		t.Fatalf("%d splits, want 1", ni.Splits())
 	}
 }
+
+// TestSplitReviewInitiatorGoes: an initiator finalized while the target's READ
+// of its second part is still queued (after the FIN) takes its registrations
+// with it; the READ then finds nothing to read, and the target's put completes
+// failed once, its pin released.
+func TestSplitReviewInitiatorGoes(t *testing.T) {
+	init, tgt, g, tq, _, _, _, _, _, _ := heldSplit(t, AckReqFull, 256<<10)
+	init.shutdown()
+	if n := pinsOut(init); n != 0 {
+		t.Fatalf("%d pins left at the finalized initiator", n)
+	}
+	g.hold.Store(false)
+	driveUntil(t, 1e7, func() bool { return topsLeft(tgt) == 0 },
+		func() string { return "the put never completed" }, tgt)
+	if ev := waitEvent(t, tq); ev.Type != eq.EventPut || ev.NIFail != eq.NIUndeliverable {
+		t.Fatalf("target event %+v, want PUT failed", ev)
+	}
+	for i := 0; i < 100; i++ {
+		tgt.progressOnce(true)
+	}
+	if n := tq.q.Len(); n != 0 {
+		t.Fatalf("%d more target events", n)
+	}
+	if n := pinsOut(tgt); n != 0 {
+		t.Fatalf("%d pins left", n)
+	}
+}
