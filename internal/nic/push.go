@@ -199,8 +199,8 @@ func (ni *NI) pushNap() time.Duration {
 			return 0 // (a pull, or a split put's READ, completes without a FIN)
 		}
 		n++
-		bytes += top.res.MLength
-		largest = max(largest, top.res.MLength)
+		bytes += top.ctsLen // (what the initiator writes: all, or a split put's first part)
+		largest = max(largest, top.ctsLen)
 	}
 	if n == 0 {
 		ni.pushHint.Store(false)
