@@ -5,8 +5,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Pair is two network namespaces joined by a veth pair.
@@ -87,8 +90,18 @@ func SetupHost(t testing.TB) *Host {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("netnstest: the ip tool (iproute2) is not installed")
 	}
+	// Test processes of several packages make hosts at once (go test runs
+	// packages in parallel), and a killed run leaves its veth behind: the subnet
+	// is chosen among those no interface of ours has yet, under a lock that
+	// every test process takes until its addresses are in place.
+	unlock := lockSetup(t)
+	defer unlock()
 	tag := fmt.Sprintf("%04x", rand.IntN(1<<16))
-	h := &Host{Name: "gp" + tag + "h", Addr: "10.202." + fmt.Sprint(rand.IntN(250)+1) + ".2"}
+	x := freeOctet(t)
+	if x == 0 {
+		t.Fatal("netnstest: every 10.202.x.0/24 subnet is taken (namespaces left by killed runs? `ip -o -4 addr show`)")
+	}
+	h := &Host{Name: "gp" + tag + "h", Addr: "10.202." + fmt.Sprint(x) + ".2"}
 	h.HostAddr = strings.TrimSuffix(h.Addr, ".2") + ".1"
 	vh, vn := "gpv"+tag+"h", "gpv"+tag+"n"
 	steps := [][]string{
@@ -132,4 +145,52 @@ func (p *Pair) Wrap(i int, argv ...string) []string {
 func (p *Pair) WrapByRank(argv ...string) []string {
 	script := `ns="$1"; shift; ns2="$1"; shift; if [ $(( ${PTL_RANK:-0} % 2 )) -eq 1 ]; then ns="$ns2"; fi; exec ip netns exec "$ns" "$@"`
 	return append([]string{"sh", "-c", script, "netnstest", p.Names[0], p.Names[1]}, argv...)
+}
+
+// lockSetup takes the machine-wide lock of namespace set-ups (a file lock in the
+// temporary directory) and returns its release.
+func lockSetup(t testing.TB) func() {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "goportals-netnstest.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatalf("netnstest: %v", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatalf("netnstest: lock %s: %v", f.Name(), err)
+	}
+	return func() { f.Close() } // (closing releases the lock)
+}
+
+// freeOctet returns a third octet x in [1, 250] such that no interface here has
+// an address in 10.202.x.0/24, picked at random among those.
+func freeOctet(t testing.TB) int {
+	t.Helper()
+	out, err := exec.Command("ip", "-o", "-4", "addr", "show").Output()
+	if err != nil {
+		t.Fatalf("netnstest: ip addr show: %v", err)
+	}
+	return pickOctet(string(out), rand.IntN)
+}
+
+// pickOctet chooses, with pick (rand.IntN), among the octets in [1, 250] that no
+// "10.202.x." address in the ip -o -4 addr listing uses; 0 when all are taken.
+func pickOctet(listing string, pick func(int) int) int {
+	used := map[int]bool{}
+	for _, f := range strings.Fields(listing) {
+		var x int
+		if _, err := fmt.Sscanf(f, "10.202.%d.", &x); err == nil {
+			used[x] = true
+		}
+	}
+	var free []int
+	for x := 1; x <= 250; x++ {
+		if !used[x] {
+			free = append(free, x)
+		}
+	}
+	if len(free) == 0 {
+		return 0
+	}
+	return free[pick(len(free))]
 }
