@@ -125,6 +125,9 @@ func directBench(ctx context.Context, b *bench) (*dbench, error) {
 	if err := b.barrier(ctx); err != nil {
 		return nil, err
 	}
+	if b.active() {
+		spinWarm(xferOpts.warm) // (the barrier slept: as before the first size's iterations, see -warm)
+	}
 	dbenches.Lock()
 	if dbenches.m == nil {
 		dbenches.m = map[*bench]*dbench{}
