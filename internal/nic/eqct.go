@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/goportals/goportals/eq"
@@ -110,9 +111,43 @@ func (e *EQ) Get() (Event, error) {
 // errEQGetEmpty is the (immutable) error of an empty EQ.Get.
 var errEQGetEmpty = &OpError{Op: "PtlEQGet", Errno: EQEmpty}
 
-// waitSpin bounds how many progress rounds a waiting caller runs itself before it
-// blocks (and leaves progress to the NI's goroutine).
+// A waiting caller (EQ and CT waits and polls) drives progress itself for at least
+// waitSpin rounds and waitSpinTime, whichever ends later, before it blocks (and
+// leaves progress to the NI's goroutine). The reference implementation's waits
+// never block; ours do after a while, but not as soon as a peer is a scheduling
+// slice late: on a host whose cores are all busy a peer's thread can be off its
+// core for a millisecond or more, and a waiter that blocked by then came back
+// only through a chain of wake-ups (its counter's notice, a goroutine readied
+// behind another's system call, a thread placed on a busy core) that took up to
+// 20 ms here (8-byte direct puts, 200000 round trips: the slowest 10–20 ms with
+// 20000 rounds, about a millisecond, and 1–3.5 ms when the waits did not block;
+// mean one-way 0.39–0.41 against 0.33–0.34 µs).
 const waitSpin = 20000
+
+// waitSpinTime is the time part of the budget (a variable for the tests).
+var waitSpinTime = 10 * time.Millisecond
+
+// waitBudget says whether a waiting caller keeps polling at round i. The clock is
+// read once per 1024 rounds past waitSpin.
+type waitBudget struct {
+	since time.Time
+	over  bool
+}
+
+func (b *waitBudget) more(i int) bool {
+	switch {
+	case i < waitSpin:
+		return true
+	case b.over:
+		return false
+	case i == waitSpin:
+		b.since = time.Now()
+	case i%1024 == 0 && time.Since(b.since) >= waitSpinTime:
+		b.over = true
+		return false
+	}
+	return true
+}
 
 // waitYieldEvery is how many rounds of a waiting caller's spin go between two
 // yields of its processor (waitYield). A yield while another processor is idle
@@ -144,7 +179,8 @@ func (e *EQ) Wait(ctx context.Context) (Event, error) {
 	if e == nil || e.q == nil {
 		return Event{}, nilHandle("PtlEQWait", "event queue")
 	}
-	for i := 0; i < waitSpin || e.ni.noGoroutine; i++ {
+	var budget waitBudget
+	for i := 0; budget.more(i) || e.ni.noGoroutine; i++ {
 		ev, err := e.q.Get()
 		if err == nil || !errors.Is(err, eq.ErrEQEmpty) {
 			return ev, eqErr("PtlEQWait", interrupted(err, i > 0))
@@ -190,7 +226,8 @@ func EQPoll(ctx context.Context, eqs []*EQ) (Event, int, error) {
 	}
 	// Drive the progress of the queues' NIs for a while (at least one round, also
 	// for an expired context), then sleep.
-	for round := 0; round < waitSpin || eqs[0].ni.noGoroutine; round++ {
+	var budget waitBudget
+	for round := 0; budget.more(round) || eqs[0].ni.noGoroutine; round++ {
 		for i, e := range eqs {
 			if ev, err := e.q.Get(); err != eq.ErrEQEmpty {
 				return ev, i, eqErr("PtlEQPoll", interrupted(err, round > 0))
@@ -335,7 +372,8 @@ func (c *CT) Wait(ctx context.Context, test uint64) (CTEvent, error) {
 	if c == nil || c.c == nil {
 		return CTEvent{}, nilHandle("PtlCTWait", "counting event")
 	}
-	for i := 0; i < waitSpin || c.ni.noGoroutine; i++ {
+	var budget waitBudget
+	for i := 0; budget.more(i) || c.ni.noGoroutine; i++ {
 		if c.c.Reached(test) || i&1023 == 0 { // a lock-free check; Get confirms (and sees a free)
 			v, err := c.c.Get()
 			if err != nil || v.Success >= test || v.Failure > 0 {
@@ -402,7 +440,8 @@ func CTPoll(ctx context.Context, cts []*CT, tests []uint64) (CTEvent, int, error
 		}
 		cs[i] = c.c
 	}
-	for round := 0; round < waitSpin || cts[0].ni.noGoroutine; round++ {
+	var budget waitBudget
+	for round := 0; budget.more(round) || cts[0].ni.noGoroutine; round++ {
 		for i, c := range cts {
 			if c.c.Reached(tests[i]) || round&1023 == 0 {
 				v, err := c.c.Get()
