@@ -111,8 +111,9 @@ func (e *EQ) Get() (Event, error) {
 // errEQGetEmpty is the (immutable) error of an empty EQ.Get.
 var errEQGetEmpty = &OpError{Op: "PtlEQGet", Errno: EQEmpty}
 
-// A waiting caller (EQ and CT waits and polls) drives progress itself for at least
-// waitSpin rounds and waitSpinTime, whichever ends later, before it blocks (and
+// A waiting caller (EQ and CT waits and polls) drives progress itself for
+// waitSpin rounds and then for waitSpinTime more (its clock starts only at round
+// waitSpin, so a call that returns early never reads it) before it blocks (and
 // leaves progress to the NI's goroutine). The reference implementation's waits
 // never block; ours do after a while, but not as soon as a peer is a scheduling
 // slice late: on a host whose cores are all busy a peer's thread can be off its
