@@ -290,4 +290,18 @@ const defaultWarm = 20 * time.Millisecond
 func spinWarm(d time.Duration) {
 	for start := time.Now(); time.Since(start) < d; {
 	}
+	benchStep("spin")
+}
+
+// benchEvent, set only by the package's tests, hears a rank's steps around its
+// warm spin: "sleep" (a bootstrap barrier or fence: the rank may have left its
+// core), "spin" (spinWarm) and "go" (the iterations of a size begin after a set-up
+// of the measurement's own), so a test can see that nothing sleeps between the
+// spin and the iterations.
+var benchEvent func(step string)
+
+func benchStep(step string) {
+	if benchEvent != nil {
+		benchEvent(step)
+	}
 }
