@@ -248,7 +248,9 @@ func EQPoll(ctx context.Context, eqs []*EQ) (Event, int, error) {
 		e.ni.kick()
 	}
 	ev, i, err := eq.Poll(ctx, qs)
-	return ev, i, eqErr("PtlEQPoll", err)
+	// Every queue was live at the spin's first round: one released since (by
+	// PtlEQFree or PtlNIFini, which also ends the spin) interrupted the call.
+	return ev, i, eqErr("PtlEQPoll", interrupted(err, true))
 }
 
 // eqNIs returns the NIs of eqs (consecutive duplicates once).
@@ -465,7 +467,8 @@ func CTPoll(ctx context.Context, cts []*CT, tests []uint64) (CTEvent, int, error
 		c.ni.kick()
 	}
 	v, i, err := eq.PollCounters(ctx, cs, tests)
-	return v, i, eqErr("PtlCTPoll", err)
+	// Every counter was live at the spin's first round (see EQPoll).
+	return v, i, eqErr("PtlCTPoll", interrupted(err, true))
 }
 
 // ctNIs returns the NIs of cts (consecutive duplicates once).

@@ -128,3 +128,39 @@ func TestReviewFreeEndsSpinPromptly(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewPollsInterruptedByFiniWhileSpinning: PtlNIFini while CTPoll or
+// EQPoll drives progress (the spin before they block) ends them INTERRUPTED, as
+// it ends CT.Wait and EQ.Wait: the counter or queue was live when the call began.
+// The spin stops when it sees the NI dead and the call then blocks on its
+// counters or queues; Fini may have released them by then, which must not make
+// the call's error ARG_INVALID (the error of a call made on a released object).
+// Fini races with the call's last steps, hence the repetitions.
+func TestReviewPollsInterruptedByFiniWhileSpinning(t *testing.T) {
+	setWaitSpinTime(t, time.Hour)
+	bad := map[string]int{}
+	for rep := 0; rep < 40; rep++ {
+		for _, name := range []string{"CTPoll", "EQPoll"} {
+			ni := newNIs(t, 1, NIMatching|NIPhysical)[0]
+			w := newReviewWait(t, ni, name)
+			start := ni.appPolls.Load()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			done := make(chan error, 1)
+			go func() { done <- w.wait(ctx) }()
+			waitFor(t, time.Minute, name+" spinning", func() bool { return ni.appPolls.Load()-start > 64 })
+			if err := ni.Fini(); err != nil {
+				t.Fatal(err)
+			}
+			err := <-done
+			cancel()
+			if !errors.Is(err, Interrupted) {
+				if bad[name]++; bad[name] == 1 {
+					t.Errorf("%s, the NI finalized during its spin: %v, want Interrupted", name, err)
+				}
+			}
+		}
+	}
+	if len(bad) > 0 {
+		t.Errorf("calls not Interrupted, of 40 each: %v", bad)
+	}
+}
