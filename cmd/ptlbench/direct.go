@@ -156,6 +156,7 @@ func measureDirectLat(ctx context.Context, b *bench, size, warmup, iters int) (f
 	if err != nil || !b.active() {
 		return 0, err
 	}
+	benchStep("go")
 	round := func() error {
 		if b.rank == 0 {
 			if err := d.put(b, size, portals.NoAckReq); err != nil {
@@ -187,6 +188,7 @@ func measureDirectBW(ctx context.Context, b *bench, size, warmup, iters int) (fl
 	if err != nil || b.rank != 0 {
 		return 0, err
 	}
+	benchStep("go")
 	w := xferOpts.window
 	window := func() error {
 		for i := 0; i < w; i++ {

@@ -98,6 +98,7 @@ func openRawPair(ctx context.Context, b *bench) (p *rawPair, err error) {
 			return p, err
 		}
 	}
+	benchStep("sleep")
 	if err = b.boot.Fence(ctx); err != nil {
 		return p, err
 	}
@@ -196,6 +197,9 @@ func measureSendLat(ctx context.Context, b *bench, size, warmup, iters int) (flo
 		return 0, err
 	}
 	defer p.close()
+	if b.active() {
+		spinWarm(xferOpts.warm) // the set-up's fence slept after the harness's spin (see -warm)
+	}
 	lat, err := p.measure(ctx, b, size, warmup, iters)
 	if err != nil {
 		return 0, err
@@ -211,6 +215,7 @@ func (p *rawPair) measure(ctx context.Context, b *bench, size, warmup, iters int
 	if !b.active() {
 		return 0, nil
 	}
+	benchStep("go")
 	if err := p.pingPong(ctx, b.rank, size, warmup); err != nil {
 		return 0, err
 	}

@@ -27,8 +27,8 @@ import (
 // rankEnv marks a process that ptlbench started as one rank of a transfer test.
 const rankEnv = "PTLBENCH_RANK"
 
-// xferOpts are the flags of the transfer tests (shared by all of them).
-var xferOpts struct {
+// xferOptions are the flags of the transfer tests (shared by all of them: xferOpts).
+type xferOptions struct {
 	np         int
 	minSize    int
 	maxSize    int
@@ -41,6 +41,8 @@ var xferOpts struct {
 	trace      string
 	warm       time.Duration
 }
+
+var xferOpts xferOptions
 
 // xferFlags registers the transfer flags once per flag set (every transfer test
 // calls it).
@@ -155,11 +157,7 @@ func launch(ctx context.Context, cfg config, x *xferTest) error {
 		return fmt.Errorf("cannot find my own binary to start the ranks: %w", err)
 	}
 	o := &xferOpts
-	argv := []string{exe,
-		"-np", strconv.Itoa(o.np), "-min", strconv.Itoa(o.minSize), "-max", strconv.Itoa(o.maxSize),
-		"-iters", strconv.Itoa(o.iters), "-window", strconv.Itoa(o.window), "-timeout", o.timeout.String(),
-		"-json=" + strconv.FormatBool(o.json), "-poll=" + strconv.FormatBool(o.poll),
-		"-cpuprofile", o.cpuprofile, "-trace", o.trace, x.name}
+	argv := rankArgv(exe, x)
 	res, err := bootstrap.Launch(ctx, bootstrap.LaunchConfig{N: o.np, Argv: argv,
 		Env: append(os.Environ(), rankEnv+"=1"), Stdout: cfg.out, Stderr: os.Stderr,
 		Timeout: o.timeout + 30*time.Second})
@@ -170,6 +168,17 @@ func launch(ctx context.Context, cfg config, x *xferTest) error {
 		return err
 	}
 	return nil
+}
+
+// rankArgv is the command line of a rank of x: every transfer flag's value as
+// this process has it.
+func rankArgv(exe string, x *xferTest) []string {
+	o := &xferOpts
+	return []string{exe,
+		"-np", strconv.Itoa(o.np), "-min", strconv.Itoa(o.minSize), "-max", strconv.Itoa(o.maxSize),
+		"-iters", strconv.Itoa(o.iters), "-window", strconv.Itoa(o.window), "-timeout", o.timeout.String(),
+		"-json=" + strconv.FormatBool(o.json), "-poll=" + strconv.FormatBool(o.poll),
+		"-cpuprofile", o.cpuprofile, "-trace", o.trace, "-warm", o.warm.String(), x.name}
 }
 
 // runRank is one rank of a transfer test.
@@ -280,5 +289,19 @@ const defaultWarm = 20 * time.Millisecond
 // spinWarm keeps the calling thread busy for d without touching the engine.
 func spinWarm(d time.Duration) {
 	for start := time.Now(); time.Since(start) < d; {
+	}
+	benchStep("spin")
+}
+
+// benchEvent, set only by the package's tests, hears a rank's steps around its
+// warm spin: "sleep" (a bootstrap barrier or fence: the rank may have left its
+// core), "spin" (spinWarm) and "go" (the iterations of a size begin after a set-up
+// of the measurement's own), so a test can see that nothing sleeps between the
+// spin and the iterations.
+var benchEvent func(step string)
+
+func benchStep(step string) {
+	if benchEvent != nil {
+		benchEvent(step)
 	}
 }

@@ -152,7 +152,10 @@ func (b *bench) close(ctx context.Context, clean bool) error {
 	return errors.Join(errs...)
 }
 
-func (b *bench) barrier(ctx context.Context) error { return b.boot.Barrier(ctx) }
+func (b *bench) barrier(ctx context.Context) error {
+	benchStep("sleep")
+	return b.boot.Barrier(ctx)
+}
 
 // active reports whether this rank takes part in the traffic (ranks 0 and 1).
 func (b *bench) active() bool { return b.rank < 2 }

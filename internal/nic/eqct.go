@@ -111,8 +111,9 @@ func (e *EQ) Get() (Event, error) {
 // errEQGetEmpty is the (immutable) error of an empty EQ.Get.
 var errEQGetEmpty = &OpError{Op: "PtlEQGet", Errno: EQEmpty}
 
-// A waiting caller (EQ and CT waits and polls) drives progress itself for at least
-// waitSpin rounds and waitSpinTime, whichever ends later, before it blocks (and
+// A waiting caller (EQ and CT waits and polls) drives progress itself for
+// waitSpin rounds and then for waitSpinTime more (its clock starts only at round
+// waitSpin, so a call that returns early never reads it) before it blocks (and
 // leaves progress to the NI's goroutine). The reference implementation's waits
 // never block; ours do after a while, but not as soon as a peer is a scheduling
 // slice late: on a host whose cores are all busy a peer's thread can be off its
@@ -247,7 +248,9 @@ func EQPoll(ctx context.Context, eqs []*EQ) (Event, int, error) {
 		e.ni.kick()
 	}
 	ev, i, err := eq.Poll(ctx, qs)
-	return ev, i, eqErr("PtlEQPoll", err)
+	// Every queue was live at the spin's first round: one released since (by
+	// PtlEQFree or PtlNIFini, which also ends the spin) interrupted the call.
+	return ev, i, eqErr("PtlEQPoll", interrupted(err, true))
 }
 
 // eqNIs returns the NIs of eqs (consecutive duplicates once).
@@ -464,7 +467,8 @@ func CTPoll(ctx context.Context, cts []*CT, tests []uint64) (CTEvent, int, error
 		c.ni.kick()
 	}
 	v, i, err := eq.PollCounters(ctx, cs, tests)
-	return v, i, eqErr("PtlCTPoll", err)
+	// Every counter was live at the spin's first round (see EQPoll).
+	return v, i, eqErr("PtlCTPoll", interrupted(err, true))
 }
 
 // ctNIs returns the NIs of cts (consecutive duplicates once).
