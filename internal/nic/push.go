@@ -16,7 +16,7 @@ import (
 // leaves all of it to the initiator).
 var (
 	pushPuts  = envknob.Get(envknob.LongPut) != "pull"
-	splitPuts = envknob.Get(envknob.LongPut) != "pull" && envknob.Get(envknob.LongPut) != "push"
+	splitPuts = pushPuts && envknob.Get(envknob.LongPut) != "push"
 )
 
 // A pushed put is split when the target's range holds at least splitMin bytes; the
@@ -40,56 +40,36 @@ func copiesOnCPU(pr *peer) bool {
 // their second part itself), for tests and measurements.
 func (ni *NI) Splits() uint64 { return ni.splits.Load() }
 
-// skipSGEs returns sg without its first off bytes (a new slice).
-func skipSGEs(sg []verbs.SGE, off uint64) []verbs.SGE {
-	out := make([]verbs.SGE, 0, len(sg))
-	for _, s := range sg {
-		if l := uint64(s.Length); off >= l {
-			off -= l
-			continue
-		}
-		s.Addr += off
-		s.Length -= uint32(off)
-		off = 0
-		out = append(out, s)
-	}
-	return out
-}
-
-// skipSegs returns the encoded remote segments segs (putSeg) without their first
-// off bytes (a new slice).
-func skipSegs(segs []byte, off uint64) []byte {
-	out := make([]byte, 0, len(segs))
-	for i := 0; i+16 <= len(segs); i += 16 {
-		seg := getSeg(segs[i:])
-		if l := uint64(seg.Len); off >= l {
-			off -= l
-			continue
-		}
-		seg.Addr += off
-		seg.Len -= uint32(off)
-		off = 0
-		var b [16]byte
-		putSeg(b[:], seg)
-		out = append(out, b[:]...)
-	}
-	return out
-}
-
 // Pushes returns how many long puts this NI wrote into their targets itself (on
 // the targets' msgCTS), for tests and measurements.
 func (ni *NI) Pushes() uint64 { return ni.pushes.Load() }
 
-// pairSegments builds the RDMA requests that move n bytes between local (our
-// scatter-gather list, in order) and the remote segments encoded in segs (16
-// bytes each, putSeg), one request per remote segment piece with at most 16 of
-// our SGEs. It reports false when either side holds fewer than n bytes or n is 0.
-func pairSegments(local []verbs.SGE, segs []byte, n uint64, op verbs.Opcode, id uint64, flags verbs.SendFlags) ([]verbs.SendWR, bool) {
+// pairSegments builds the RDMA requests that move n bytes, from byte off of both
+// sides on, between local (our scatter-gather list, in order) and the remote
+// segments encoded in segs (16 bytes each, putSeg), one request per remote segment
+// piece with at most 16 of our SGEs. It reports false when either side holds fewer
+// than off+n bytes or n is 0.
+func pairSegments(local []verbs.SGE, segs []byte, off, n uint64, op verbs.Opcode, id uint64, flags verbs.SendFlags) ([]verbs.SendWR, bool) {
 	remaining := n
 	li, loff := 0, uint64(0)
+	for skip := off; skip > 0 && li < len(local); {
+		take := min(uint64(local[li].Length)-loff, skip)
+		skip -= take
+		if loff += take; loff == uint64(local[li].Length) {
+			li, loff = li+1, 0
+		}
+	}
+	rskip := off
 	var wrs []verbs.SendWR
 	for i := 0; i+16 <= len(segs) && remaining > 0; i += 16 {
 		seg := getSeg(segs[i:])
+		if l := uint64(seg.Len); rskip >= l {
+			rskip -= l
+			continue
+		}
+		seg.Addr += rskip
+		seg.Len -= uint32(rskip)
+		rskip = 0
 		k := min(uint64(seg.Len), remaining)
 		remaining -= k
 		var sg []verbs.SGE
@@ -142,7 +122,7 @@ func (ni *NI) handleCTS(pr *peer, h *header, segs []byte) {
 		// completion (an HCA) gets them back, and the others cost no completion
 		// to post and poll. A failure completes all the same and fails the peer
 		// (handleWC's widSend), and with it this operation.
-		wrs, ok = pairSegments(o.pinned.SGEs(nil), segs, h.mlength, verbs.OpRDMAWrite, widSend|uint64(pr.idx), 0)
+		wrs, ok = pairSegments(o.pinned.SGEs(nil), segs, 0, h.mlength, verbs.OpRDMAWrite, widSend|uint64(pr.idx), 0)
 	}
 	ni.mu.Unlock()
 	if !ok {
@@ -195,7 +175,7 @@ func (ni *NI) pushNap() time.Duration {
 	defer ni.mu.Unlock()
 	n, bytes, largest := 0, uint64(0), uint64(0)
 	for _, top := range ni.tops {
-		if !top.push || top.pending > 1 || (top.pending == 1 && top.finDone) {
+		if !top.push || top.readsLeft() > 0 {
 			return 0 // (a pull, or a split put's READ, completes without a FIN)
 		}
 		n++

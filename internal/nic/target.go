@@ -28,6 +28,15 @@ type targetOp struct {
 	ctsLen  uint64 // the bytes the msgCTS asks the initiator to write (all, or a split put's first part)
 }
 
+// readsLeft is how many of a split put's READs are still out (pending counts them
+// and, until it comes, the FIN). Called with ni.mu held.
+func (top *targetOp) readsLeft() int {
+	if top.finDone {
+		return top.pending
+	}
+	return top.pending - 1
+}
+
 // testHoldLong, when set by a test, runs on the progress path once a long transfer
 // is accounted in flight and before its RDMA requests are posted: the test holds it
 // there to observe calls made while the data is still moving.
@@ -285,8 +294,8 @@ func (ni *NI) startLong(pr *peer, h *header, payload []byte, t *pt, e *entry, re
 		var reads []verbs.SendWR
 		if splitPuts && res.MLength >= splitMin && copiesOnCPU(pr) {
 			cut := res.MLength / 2 &^ (splitAlign - 1)
-			if wrs, ok := pairSegments(skipSGEs(p.SGEs(nil), cut), skipSegs(payload, cut), res.MLength-cut,
-				verbs.OpRDMARead, widTarget|top.id, verbs.SendSignaled); ok {
+			if wrs, ok := pairSegments(p.SGEs(nil), payload, cut, res.MLength-cut, verbs.OpRDMARead,
+				widTarget|top.id, verbs.SendSignaled); ok {
 				top.ctsLen, reads = cut, wrs
 				ni.splits.Add(1)
 			}
@@ -305,7 +314,7 @@ func (ni *NI) startLong(pr *peer, h *header, payload []byte, t *pt, e *entry, re
 	if h.kind == msgGet {
 		op = verbs.OpRDMAWrite
 	}
-	wrs, ok := pairSegments(p.SGEs(nil), payload, res.MLength, op, widTarget|top.id, verbs.SendSignaled)
+	wrs, ok := pairSegments(p.SGEs(nil), payload, 0, res.MLength, op, widTarget|top.id, verbs.SendSignaled)
 	if !ok {
 		return fail(eq.NIDropped)
 	}

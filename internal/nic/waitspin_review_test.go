@@ -40,6 +40,17 @@ func newReviewWait(t *testing.T, ni *NI, name string) reviewWait {
 	return reviewWait{name, func(ctx context.Context) error { _, _, err := EQPoll(ctx, []*EQ{q}); return err }, q.Free}
 }
 
+// spinWait starts w's call with ctx and returns, with the channel its error
+// comes on, once ni has run rounds more progress rounds for it.
+func spinWait(t *testing.T, ni *NI, w reviewWait, ctx context.Context, rounds uint64, what string) chan error {
+	t.Helper()
+	start := ni.appPolls.Load()
+	done := make(chan error, 1)
+	go func() { done <- w.wait(ctx) }()
+	waitFor(t, time.Minute, w.name+" "+what, func() bool { return ni.appPolls.Load()-start >= rounds })
+	return done
+}
+
 // TestReviewWaitsSpinPastRoundBudget: with a time budget that does not end,
 // each waiting call runs well past waitSpin rounds (counted, not timed: however
 // slow the host or the race detector makes a round, a call that stopped at
@@ -49,13 +60,8 @@ func TestReviewWaitsSpinPastRoundBudget(t *testing.T) {
 	ni := newNIs(t, 1, NIMatching|NIPhysical)[0]
 	for _, name := range reviewWaitNames {
 		w := newReviewWait(t, ni, name)
-		start := ni.appPolls.Load()
 		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- w.wait(ctx) }()
-		waitFor(t, time.Minute, w.name+" running 3*waitSpin rounds", func() bool {
-			return ni.appPolls.Load()-start >= 3*waitSpin
-		})
+		done := spinWait(t, ni, w, ctx, 3*waitSpin, "running 3*waitSpin rounds")
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Fatalf("%s: %v, want the wait ended by its context", w.name, err)
@@ -71,13 +77,8 @@ func TestReviewCancelEndsSpinPromptly(t *testing.T) {
 	ni := newNIs(t, 1, NIMatching|NIPhysical)[0]
 	for _, name := range reviewWaitNames {
 		w := newReviewWait(t, ni, name)
-		start := ni.appPolls.Load()
 		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- w.wait(ctx) }()
-		waitFor(t, time.Minute, w.name+" spinning past waitSpin", func() bool {
-			return ni.appPolls.Load()-start > waitSpin+1024
-		})
+		done := spinWait(t, ni, w, ctx, waitSpin+1025, "spinning past waitSpin")
 		cancel()
 		at := ni.appPolls.Load()
 		err := <-done
@@ -100,13 +101,8 @@ func TestReviewFreeEndsSpinPromptly(t *testing.T) {
 		for _, name := range reviewWaitNames {
 			ni := newNIs(t, 1, NIMatching|NIPhysical)[0]
 			w := newReviewWait(t, ni, name)
-			start := ni.appPolls.Load()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			done := make(chan error, 1)
-			go func() { done <- w.wait(ctx) }()
-			waitFor(t, time.Minute, w.name+" spinning past waitSpin", func() bool {
-				return ni.appPolls.Load()-start > waitSpin+1024
-			})
+			done := spinWait(t, ni, w, ctx, waitSpin+1025, "spinning past waitSpin")
 			var err error
 			if fini {
 				err = ni.Fini()
