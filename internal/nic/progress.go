@@ -4,10 +4,10 @@ import (
 	"context"
 	"runtime"
 	"sync/atomic"
-	"time"
 
 	"github.com/goportals/goportals/internal/envknob"
 	"github.com/goportals/goportals/internal/mdreg"
+	"github.com/goportals/goportals/internal/napclock"
 	"github.com/goportals/goportals/internal/nic/spin"
 
 	"github.com/goportals/goportals/eq"
@@ -52,9 +52,8 @@ func (ni *NI) run() {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-ni.stop; cancel() }()
 	idle := 0
-	nap := time.NewTimer(time.Hour)
-	nap.Stop()
-	napLen := time.Duration(0) // the last nap while callers poll (0: they stopped)
+	clock := napclock.Process()
+	napped := false // the last round ended a nap that found callers polling
 	for {
 		select {
 		case <-ni.stop:
@@ -69,23 +68,28 @@ func (ni *NI) run() {
 			// A waiting caller drives progress itself, or is in a round of its own
 			// (a pushed put's write, say): stay off the CPU until it stops polling
 			// or is about to block (kick).
+			// The nap is the process's, shared with the provider's helpers,
+			// and grows while callers keep polling (see napclock).
 			ni.appPolled.Store(false)
 			idle = 0
-			napLen = nextAppNap(napLen)
-			nap.Reset(napLen)
+			napped = true
 			select {
-			case <-nap.C:
+			case <-clock.Nap():
 			case <-ni.kickCh:
-				nap.Stop()
 				// A caller is about to block: a nap that follows (callers
 				// that polled just before) is the shortest again.
-				napLen = 0
+				clock.Stopped()
+				napped = false
 			case <-ni.stop:
 				return
 			}
 			continue
 		}
-		napLen = 0
+		if napped {
+			// The nap ended to find the callers gone: the next is the shortest.
+			clock.Stopped()
+			napped = false
+		}
 		if idle >= pushNapAfter && idle%pushNapAfter == 0 && ni.pushHint.Load() {
 			// (Every pushNapAfter idle rounds: pushNap takes ni.mu, which the
 			// callers take too.)
@@ -147,34 +151,6 @@ func (ni *NI) kick() {
 	case ni.kickCh <- struct{}{}:
 	default:
 	}
-}
-
-// appNap is how long the progress goroutine steps aside while callers poll. Every
-// end of a nap wakes a thread, which on a host whose cores are all busy (two
-// ranks spinning on two cores) preempts a spinning caller: the nap is long enough
-// that this stays rare, and short enough that a process whose application stops
-// polling without blocking (no kick) gets its progress back soon.
-const appNap = 500 * time.Microsecond
-
-// appNapMax bounds the naps while callers keep polling: each nap that ends to
-// find them still polling is followed by one twice as long (nextAppNap), so a
-// caller that spins for long is preempted by the goroutine's wakes less often (a
-// put ping-pong on two busy cores lost a round trip to most of them). A caller
-// that stops polling without blocking waits for its progress up to this long,
-// and so does every remote put or get to a passive target: "still polling" is
-// one call in the nap, so an application that calls CT or EQ Get once every
-// millisecond or two keeps the naps at their longest, its goroutine serving the
-// target's requests only when each ends. Hence a small bound: twice appNap halves
-// the wakes of a long spin, and what a passive target may wait at most only
-// doubles (a longer nap saves ever fewer wakes for the same added wait).
-const appNapMax = 2 * appNap
-
-// nextAppNap returns the length of the nap after one of length d (0: the first).
-func nextAppNap(d time.Duration) time.Duration {
-	if d == 0 {
-		return appNap
-	}
-	return min(2*d, appNapMax)
 }
 
 // progressOnce posts queued engine sends and handles one batch of completions, unless

@@ -3,6 +3,8 @@ package nic
 import (
 	"testing"
 	"time"
+
+	"github.com/goportals/goportals/internal/napclock"
 )
 
 // BenchmarkIdleWaitRound is the cost of one round of a waiting caller's spin
@@ -32,37 +34,31 @@ func TestEngineUsesPollRound(t *testing.T) {
 	}
 }
 
-// TestAppNapGrows: while the application keeps driving progress, each nap of the
-// progress goroutine is twice the one before, up to appNapMax (every end of a nap
-// wakes a thread, which on a host whose cores are busy preempts a spinning
-// caller); a first nap (the application had stopped) is appNap.
-func TestAppNapGrows(t *testing.T) {
-	d := time.Duration(0)
-	var seen []time.Duration
-	for i := 0; i < 12; i++ {
-		d = nextAppNap(d)
-		seen = append(seen, d)
-	}
-	if seen[0] != appNap || seen[1] != 2*appNap || seen[len(seen)-1] != appNapMax {
-		t.Fatalf("naps while the application polls: %v", seen)
-	}
-	for i := 1; i < len(seen); i++ {
-		if seen[i] < seen[i-1] || seen[i] > appNapMax {
-			t.Fatalf("naps while the application polls: %v", seen)
+// TestProgressGoroutineNapsOnTheProcessClock: while the application drives
+// progress, the NI's progress goroutine steps aside on the process's shared nap
+// (napclock), the one the provider's helpers nap on too, so that their naps end
+// in one wake.
+func TestProgressGoroutineNapsOnTheProcessClock(t *testing.T) {
+	nis := newNIs(t, 2, NIMatching|NIPhysical)
+	init, tgt := nis[0], nis[1]
+	target(t, tgt, 8)
+	m := mustMD(t, init, MDSpec{Start: make([]byte, 8)})
+	dst := mustPhysID(t, tgt)
+	clock := napclock.Process()
+	before := clock.Naps()
+	deadline := time.Now().Add(5 * time.Second)
+	for clock.Naps() == before && time.Now().Before(deadline) {
+		// Puts that arrive wake the target's progress goroutine wherever it
+		// waits; the target's application polls meanwhile.
+		if err := Put(m, 0, 8, NoAckReq, dst, 4, 0x42, 0, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 1000; i++ {
+			tgt.progressOnce(true)
+			init.progressOnce(true)
 		}
 	}
-}
-
-// TestAppNapBoundsPassiveTarget: however long callers polled, the nap the
-// progress goroutine is in when the application stops calling the library (a
-// target gone off to compute, or one that polls with CT or EQ Get only now and
-// then, which keeps the naps at their longest) is all a remote put or get to it
-// waits before the goroutine serves it. That stays within twice the first nap.
-func TestAppNapBoundsPassiveTarget(t *testing.T) {
-	d := time.Duration(0)
-	for i := 0; i < 64; i++ {
-		if d = nextAppNap(d); d > 2*appNap {
-			t.Fatalf("nap %d while callers poll: %v; a target whose application stops calling waits that long for its goroutine", i, d)
-		}
+	if clock.Naps() == before {
+		t.Fatal("5 s of the application's progress rounds and no progress goroutine napped on the process's clock")
 	}
 }

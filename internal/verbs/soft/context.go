@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/goportals/goportals/internal/napclock"
 	"github.com/goportals/goportals/internal/verbs"
 )
 
@@ -51,11 +52,10 @@ type Context struct {
 	// (RegMR, Dereg, kick) hold it shared; Close takes it to unmap.
 	life sync.RWMutex
 	// kickCh ends the progress goroutine's nap early (a caller is about to block).
-	kickCh   chan struct{}
-	napTimer *time.Timer
-	closed   atomic.Bool
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	kickCh chan struct{}
+	closed atomic.Bool
+	stop   chan struct{}
+	wg     sync.WaitGroup
 
 	tcp   tcpState                   // the TCP path to other nodes
 	links atomic.Pointer[[]*tcpLink] // its running links, copy on write
@@ -84,8 +84,6 @@ func openPinned(want string) (*Context, error) {
 	c := &Context{seg: seg, view: segView{seg.mem}, nonce: rand.Uint64() | 1, pid: os.Getpid(),
 		qps: map[*qp]struct{}{}, cqs: map[*cq]struct{}{}, pds: map[*pd]struct{}{},
 		stop: make(chan struct{}), kickCh: make(chan struct{}, 1)}
-	c.napTimer = time.NewTimer(time.Hour)
-	c.napTimer.Stop()
 	c.genStep = (rand.Uint32() | 1) & genMask
 	c.freeMR = make([]uint32, 0, maxMR)
 	for i := range c.mrGen {
@@ -273,7 +271,6 @@ func (c *Context) kick() {
 // sleeps on the segment's futex word, which a peer that posts to us clears and wakes.
 const (
 	idleSpin     = 256
-	activeNap    = 500 * time.Microsecond // each end of a nap wakes a thread: rare, while the application polls
 	sleepTimeout = 20 * time.Millisecond
 	peerCheck    = 10 * time.Millisecond
 )
@@ -298,13 +295,15 @@ func (c *Context) run() {
 			c.checkPeers()
 		}
 		if c.polled.Load() {
+			// The nap is the process's, shared with the engine's progress
+			// goroutine and the TCP poller (one wake for all), and grows while
+			// callers keep polling (see napclock).
 			c.polled.Store(false)
 			idle = 0
-			c.napTimer.Reset(activeNap)
 			select {
-			case <-c.napTimer.C:
+			case <-napclock.Process().Nap():
 			case <-c.kickCh:
-				c.napTimer.Stop()
+				napclock.Process().Stopped() // a caller is about to block
 			case <-c.stop:
 				return
 			}

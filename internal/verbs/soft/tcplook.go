@@ -31,12 +31,17 @@ func (l *tcpLink) poll() int {
 			n = 1
 		}
 	}
-	// A look at the socket's readiness comes before a read: it costs a system
-	// call too, but not the socket's lock (see readable).
+	// A hot link (one that received a moment ago: what it waits for, an
+	// answer or the next request of a ping-pong, is likely close) is read at
+	// once; the read is its look. An idle one is looked at first: a look at the
+	// socket's readiness costs a system call too, but not the socket's lock
+	// (see readable), and it is the one call per round that an idle link, of
+	// however many, costs while its gap lets it be looked at.
 	got, emptyRead, emptyLook := 0, false, false
+	hot := l.quiet.Load() <= tcpHotLooks
 	if l.msgHeld.Load() {
 		// A message waits for PollMessages: nothing is read behind it.
-	} else if l.stalled.Load() || l.rbLeft.Load() || l.look() {
+	} else if l.stalled.Load() || l.rbLeft.Load() || (hot && l.readHot()) || l.look() {
 		empty := l.nEmpty.Load()
 		got = l.pollRx()
 		emptyRead = got == 0 && l.nEmpty.Load() != empty
@@ -49,9 +54,11 @@ func (l *tcpLink) poll() int {
 		// Frames wait for room, or a large payload trickles in: let the
 		// socket drain or fill before the next look.
 		gap = tcpBulkGap
-	case emptyRead:
+	case emptyRead && !hot:
 		gap = tcpPollGap // a read found nothing
-	case emptyLook:
+	case emptyLook || emptyRead:
+		// (A hot link's read that found nothing counts as an empty look: no
+		// gap while the link stays hot, a bulk transfer's pacing all the same.)
 		if b := l.bulkUntil.Load(); b != 0 {
 			if now == 0 {
 				now = tcpClock()
@@ -127,6 +134,13 @@ func (l *tcpLink) markBulk(n uint64) {
 // socket's lock, which the kernel's delivery of the next segment then waits
 // for. The gap bounds the delay it adds to a message's arrival.
 var tcpPollGap = 2 * time.Microsecond
+
+// readHot counts a hot link's read as its look (the read is what looks at the
+// socket) and reports true: the round reads.
+func (l *tcpLink) readHot() bool {
+	l.nLooks.Add(1)
+	return true
+}
 
 // look reports whether the socket holds data to read, and counts the look.
 func (l *tcpLink) look() bool {

@@ -10,9 +10,10 @@ import (
 )
 
 // TestTCPPollLooksBeforeReading: a caller spinning on Poll over an idle link,
-// with no gap between the rounds' looks, makes no read of the empty socket: the
-// rounds look at its readiness first (a read that finds nothing takes the
-// socket's lock, which the delivery of the next segment waits for).
+// with no gap between the rounds' looks, makes no read of the empty socket once
+// the link has gone tcpHotLooks rounds without receiving: the rounds look at
+// its readiness first (a read that finds nothing takes the socket's lock, which
+// the delivery of the next segment waits for).
 func TestTCPPollLooksBeforeReading(t *testing.T) {
 	setForTest(t, &tcpPollGap, 0)
 	t.Setenv(EnvPath, "tcp")
@@ -22,10 +23,33 @@ func TestTCPPollLooksBeforeReading(t *testing.T) {
 		t.Skip("the link is not served by the poller")
 	}
 	settle(t, p, l, lb)
+	pollCounting(t, p.A, &l.nEmpty, int(tcpHotLooks)+64) // (hot no more)
 	// (The poller may act once on a readiness it learned before the link
 	// settled, and find the socket emptied by a poll round: one empty read.)
 	if n := emptyReads(t, p.A, l, 1000); n > 1 {
 		t.Fatalf("1000 polls of an idle link: %d reads found nothing, want at most 1", n)
+	}
+}
+
+// TestTCPHotLinkReadsAtOnce: a link that just received is read at once by the
+// rounds, without a look at its readiness first (what it waits for, the answer
+// or the next request of a ping-pong, is likely close, and the look would be
+// one more system call between its arrival and its reading); each such read
+// counts as the link's look.
+func TestTCPHotLinkReadsAtOnce(t *testing.T) {
+	setForTest(t, &tcpPollGap, 0)
+	setHotLooks(t, 1<<30)
+	t.Setenv(EnvPath, "tcp")
+	p := verbstest.NewPair(t, softEnv)
+	l, lb := tcpPingPong(t, p, 1)
+	settle(t, p, l, lb)
+	hot(l)
+	looks := l.nLooks.Load()
+	if n := emptyReads(t, p.A, l, 100); n < hotLooksMin {
+		t.Fatalf("100 polls of a hot link: %d reads, want at least %d (the rounds look before they read)", n, hotLooksMin)
+	}
+	if n := l.nLooks.Load() - looks; n < hotLooksMin {
+		t.Fatalf("100 polls of a hot link counted %d looks", n)
 	}
 }
 

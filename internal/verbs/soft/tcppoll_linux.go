@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goportals/goportals/internal/napclock"
 )
 
 // tcpPoller serves a context's links while nobody polls the context: one
@@ -13,8 +15,9 @@ import (
 // data, has room for frames that wait (txWait), or an eventfd wakes it; then it
 // reads and serves the links that are ready, sends the answers whose delay ran
 // out, and retries the SENDs that wait for a receive. While callers poll (their
-// rounds read the sockets without blocking) it naps, for tcpNap or until a
-// caller about to block kicks it (wakePoller): a thread woken in the kernel for
+// rounds read the sockets without blocking) it naps on the process's clock
+// (napclock), until that nap ends or a caller about to block kicks it
+// (wakePoller): a thread woken in the kernel for
 // every message would take a spinning caller's core on a busy host, and the
 // caller finds the data itself. It ends when the context's last link is shut,
 // and starts again with the next.
@@ -30,10 +33,6 @@ type tcpPoller struct {
 	next   int32               // the next name
 	evs    [32]unix.EpollEvent // epoll_wait's results
 }
-
-// tcpNap is how long the poller's goroutine steps aside while callers poll the
-// context.
-const tcpNap = 500 * time.Microsecond
 
 // tcpStallRetry is how often the poller retries a SEND that waits for a receive
 // when no PostRecv wakes it (the receive's arrival wakes it at once).
@@ -158,20 +157,18 @@ func (p *tcpPoller) wake() {
 func (p *tcpPoller) run() {
 	polls := &p.c.tcp.polls
 	last := polls.Load()
-	nap := time.NewTimer(time.Hour)
-	nap.Stop()
+	clock := napclock.Process()
 	for {
 		if !p.sync() {
-			nap.Stop()
 			return
 		}
 		if v := polls.Load(); v != last {
+			// Callers poll: nap on the process's clock, shared with the other
+			// helpers, until it ends or a caller about to block kicks.
 			last = v
-			nap.Reset(tcpNap)
 			select {
-			case <-nap.C:
+			case <-clock.Nap():
 			case <-p.kickCh:
-				nap.Stop()
 			}
 			continue
 		}
