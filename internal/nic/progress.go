@@ -80,6 +80,9 @@ func (ni *NI) run() {
 				// that polled just before) is the shortest again.
 				clock.Stopped()
 				napped = false
+				// It polled during the nap, which still runs for the other
+				// helpers: do not go back into it.
+				ni.appPolled.Store(false)
 			case <-ni.stop:
 				return
 			}
