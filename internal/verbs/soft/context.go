@@ -304,6 +304,9 @@ func (c *Context) run() {
 			case <-napclock.Process().Nap():
 			case <-c.kickCh:
 				napclock.Process().Stopped() // a caller is about to block
+				// It polled during the nap, which still runs for the other
+				// helpers: do not go back into it.
+				c.polled.Store(false)
 			case <-c.stop:
 				return
 			}
