@@ -15,6 +15,7 @@
 // NapMin up to NapMax. A helper that finds the application stopped says so
 // (Stopped), and the next nap is NapMin again. What this costs: a process whose
 // application polled for a while and then stopped without blocking (a target
-// gone off to compute after a burst of polling) gets its helpers back at most
-// NapMax later; one that blocks in a wait kicks them at once.
+// gone off to compute after a burst of polling) gets its helpers back when the
+// nap they are in ends, or the one after if it polled early in the first (up to
+// about twice NapMax); one that blocks in a wait kicks them at once.
 package napclock

@@ -246,6 +246,9 @@ func (c *Context) markPolled() {
 	if !c.polled.Load() {
 		c.polled.Store(true)
 	}
+	if !c.tcp.polled.Load() {
+		c.tcp.polled.Store(true)
+	}
 }
 
 // kick wakes the progress goroutine if it naps or sleeps, and the TCP poller.

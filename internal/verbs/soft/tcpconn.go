@@ -67,10 +67,12 @@ type tcpState struct {
 	served   int
 	noPoller bool
 
-	// polls counts the links' rounds run by the context's progress (callers that
-	// poll); acks counts the links whose answers wait to ride with a request.
-	polls atomic.Uint64
-	acks  atomic.Int32
+	// polled: a caller polled the context (markPolled) since the poller last
+	// looked; the context goroutine's own rounds do not count, so that they
+	// never keep the poller napping. acks counts the links whose answers wait
+	// to ride with a request.
+	polled atomic.Bool
+	acks   atomic.Int32
 	// asleep: the poller waits in the kernel. rearm: a link's held messages
 	// were handed out: the poller watches its socket again.
 	asleep atomic.Bool

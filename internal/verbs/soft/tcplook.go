@@ -19,7 +19,6 @@ func (l *tcpLink) poll() int {
 		}
 		return n + l.pollRx()
 	}
-	l.q.ctx.tcp.polls.Add(1) // the poller's goroutine naps meanwhile
 	var now int64
 	if next := l.nextLook.Load(); next != 0 {
 		if now = tcpClock(); now < next {

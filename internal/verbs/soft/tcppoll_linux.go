@@ -155,29 +155,28 @@ func (p *tcpPoller) wake() {
 }
 
 func (p *tcpPoller) run() {
-	polls := &p.c.tcp.polls
-	last := polls.Load()
+	polled := &p.c.tcp.polled
 	clock := napclock.Process()
 	for {
 		if !p.sync() {
 			return
 		}
-		if v := polls.Load(); v != last {
+		if polled.Load() {
 			// Callers poll: nap on the process's clock, shared with the other
 			// helpers, until it ends or a caller about to block kicks.
-			last = v
+			polled.Store(false)
 			select {
 			case <-clock.Nap():
 			case <-p.kickCh:
-				// (The polls counted during the nap, which still runs for
-				// the other helpers, do not send it back into it.)
-				last = polls.Load()
+				// (The polls made during the nap, which still runs for the
+				// other helpers, do not send it back into it.)
+				polled.Store(false)
 			}
 			continue
 		}
 		timeout := p.tend()
 		p.c.tcp.asleep.Store(true)
-		if polls.Load() != last || len(p.kickCh) > 0 || p.c.tcp.rearm.Load() {
+		if polled.Load() || len(p.kickCh) > 0 || p.c.tcp.rearm.Load() {
 			p.c.tcp.asleep.Store(false)
 			select {
 			case <-p.kickCh:

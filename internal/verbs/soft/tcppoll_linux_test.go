@@ -283,3 +283,30 @@ func epollSetsHolding(want string) int {
 	}
 	return sets
 }
+
+// TestTCPPollerNotHeldByContextRounds: the context goroutine's own progress
+// rounds do not count as callers polling: once the callers stop (one about to
+// block kicks the poller), the poller goes back to waiting in the kernel on the
+// sockets even while the context goroutine runs rounds of its own, instead of
+// napping on for as long as those go on (a passive target's TCP arrivals would
+// then wait for the nap).
+func TestTCPPollerNotHeldByContextRounds(t *testing.T) {
+	t.Setenv(EnvPath, "tcp")
+	p := verbstest.NewPair(t, softEnv)
+	l, lb := tcpPingPong(t, p, 1)
+	if !l.viaPoller {
+		t.Skip("the link is not served by the poller")
+	}
+	settle(t, p, l, lb)
+	c := l.q.ctx
+	var wc [4]verbs.WorkCompletion
+	p.A.CQ.Poll(wc[:]) // a caller polls: the poller naps
+	c.wakePoller()     // and then is about to block
+	deadline := time.Now().Add(5 * time.Second)
+	for !c.tcp.asleep.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("5 s of the context goroutine's own rounds kept the TCP poller out of its kernel wait")
+		}
+		c.progress() // a round as the context goroutine runs it
+	}
+}
