@@ -38,11 +38,19 @@ func (l *tcpLink) poll() int {
 	// however many, costs while its gap lets it be looked at.
 	got, emptyRead, emptyLook := 0, false, false
 	hot := l.quiet.Load() <= tcpHotLooks
+	pending := l.stalled.Load() || l.rbLeft.Load() // read without a look
+	readHot := hot && !pending
 	if l.msgHeld.Load() {
 		// A message waits for PollMessages: nothing is read behind it.
-	} else if l.stalled.Load() || l.rbLeft.Load() || (hot && l.readHot()) || l.look() {
-		empty := l.nEmpty.Load()
+	} else if pending || readHot || l.look() {
+		empty, reads := l.nEmpty.Load(), l.nReads.Load()
 		got = l.pollRx()
+		if readHot && l.nReads.Load() != reads {
+			// The hot link's read is its look. (A round that finds
+			// another one reading, its receive lock taken, reads nothing
+			// and counts no look.)
+			l.nLooks.Add(1)
+		}
 		emptyRead = got == 0 && l.nEmpty.Load() != empty
 	} else {
 		emptyLook = true
@@ -133,13 +141,6 @@ func (l *tcpLink) markBulk(n uint64) {
 // socket's lock, which the kernel's delivery of the next segment then waits
 // for. The gap bounds the delay it adds to a message's arrival.
 var tcpPollGap = 2 * time.Microsecond
-
-// readHot counts a hot link's read as its look (the read is what looks at the
-// socket) and reports true: the round reads.
-func (l *tcpLink) readHot() bool {
-	l.nLooks.Add(1)
-	return true
-}
 
 // look reports whether the socket holds data to read, and counts the look.
 func (l *tcpLink) look() bool {
