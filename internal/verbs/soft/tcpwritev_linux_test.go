@@ -79,3 +79,47 @@ func TestTCPBufferReuseAfterCompletion(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWritevGathersAndSplits: writev sends what its buffers hold, in order,
+// whether it gathers them into one send (smallWrite bytes or fewer) or sends
+// them vectored (more), skipping empty buffers; readFD reads it back; a write
+// to a stream whose peer is gone fails with EPIPE (no signal).
+func TestWritevGathersAndSplits(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[0])
+	for _, sizes := range [][]int{
+		{48, 8}, {48, 0, 22}, {smallWrite - 48, 48}, {smallWrite - 48, 49}, {48, 4096, 1, 7},
+	} {
+		var iov [][]byte
+		var want []byte
+		for i, n := range sizes {
+			b := make([]byte, n)
+			for j := range b {
+				b[j] = byte(len(want) + j + 31*i)
+			}
+			iov = append(iov, b)
+			want = append(want, b...)
+		}
+		n, err := writev(fds[0], iov)
+		if err != nil || n != len(want) {
+			t.Fatalf("%v: writev %d, %v; want %d", sizes, n, err, len(want))
+		}
+		got := make([]byte, len(want)+64)
+		m, err := readFD(fds[1], got)
+		if err != nil || m != len(want) || string(got[:m]) != string(want) {
+			t.Fatalf("%v: read %d bytes (%v), want the %d written", sizes, m, err, len(want))
+		}
+		if _, err := readFD(fds[1], got); err != unix.EAGAIN {
+			t.Fatalf("%v: a read of the emptied socket: %v, want EAGAIN", sizes, err)
+		}
+	}
+	unix.Close(fds[1])
+	for _, n := range []int{8, 4 * smallWrite} {
+		if _, err := writev(fds[0], [][]byte{make([]byte, 48), make([]byte, n)}); err != unix.EPIPE {
+			t.Fatalf("a write of %d bytes to a stream whose peer closed: %v, want EPIPE", n, err)
+		}
+	}
+}
