@@ -1,7 +1,10 @@
 package soft
 
 import (
+	"errors"
+	"os"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -21,6 +24,16 @@ import (
 // every message would take a spinning caller's core on a busy host, and the
 // caller finds the data itself. It ends when the context's last link is shut,
 // and starts again with the next.
+//
+// Its wait in the kernel goes through Go's network poller: a duplicate of the
+// epoll descriptor (itself pollable: readable while a socket of the set is
+// ready) is registered there while the poller waits, and its goroutine parks
+// with its processor free. (An epoll_wait made as a system call kept the
+// processor until the runtime's monitor took it back, 20 µs to 10 ms later:
+// with one processor, as a rank bound to one core has, the spinning caller
+// waited that long.) The duplicate leaves the network poller when the poller
+// goes back to napping: registered, every segment that arrives would wake the
+// runtime's idle thread for nobody.
 type tcpPoller struct {
 	c      *Context
 	ep     int // epoll descriptor
@@ -32,6 +45,11 @@ type tcpPoller struct {
 	byID   map[int32]*tcpLink  // epoll name → link (0 is the eventfd)
 	next   int32               // the next name
 	evs    [32]unix.EpollEvent // epoll_wait's results
+	// While the poller waits in the kernel: the duplicate of ep registered
+	// in Go's network poller, and its raw access (nil while it naps).
+	net   *os.File
+	netRC syscall.RawConn
+	noNet bool // the network poller refused the set: epoll_wait directly
 }
 
 // tcpStallRetry is how often the poller retries a SEND that waits for a receive
@@ -165,6 +183,7 @@ func (p *tcpPoller) run() {
 			// Callers poll: nap on the process's clock, shared with the other
 			// helpers, until it ends or a caller about to block kicks.
 			polled.Store(false)
+			p.closeNet()
 			select {
 			case <-clock.Nap():
 			case <-p.kickCh:
@@ -184,7 +203,7 @@ func (p *tcpPoller) run() {
 			}
 			continue
 		}
-		n, err := epollWait(p.ep, p.evs[:], timeout)
+		n, err := p.wait(timeout)
 		p.c.tcp.asleep.Store(false)
 		if err != nil && err != unix.EINTR {
 			// Not expected (the descriptors are ours): do not spin on it.
@@ -254,6 +273,7 @@ func (p *tcpPoller) sync() bool {
 		return true
 	}
 	t.poller = nil
+	p.closeNet()
 	unix.Close(p.ep)
 	unix.Close(p.evfd)
 	return false
@@ -334,6 +354,85 @@ func (p *tcpPoller) tend() time.Duration {
 		p.interest(l, id, want)
 	}
 	return timeout
+}
+
+// wait waits for the set's events at most d (-1: without bound) parked in Go's
+// network poller (see tcpPoller), or with epoll_wait where the network poller
+// cannot take the set.
+func (p *tcpPoller) wait(d time.Duration) (int, error) {
+	if p.net == nil && !p.noNet {
+		p.openNet()
+	}
+	if p.net == nil {
+		return epollWait(p.ep, p.evs[:], d)
+	}
+	var dl time.Time
+	if d >= 0 {
+		dl = time.Now().Add(d)
+	}
+	if err := p.net.SetReadDeadline(dl); err != nil {
+		// Not in the network poller after all (os.ErrNoDeadline).
+		p.closeNet()
+		p.noNet = true
+		return epollWait(p.ep, p.evs[:], d)
+	}
+	n := 0
+	var werr error
+	err := p.netRC.Read(func(fd uintptr) bool {
+		r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, fd, uintptr(unsafe.Pointer(&p.evs[0])), uintptr(len(p.evs)), 0, 0, 0)
+		switch e {
+		case 0:
+			// None (a caller's round read what woke it): park until the
+			// set is readable, unless callers poll: then nap instead (the
+			// duplicate, registered, would wake a thread at every segment).
+			n = int(r)
+			return n > 0 || p.c.tcp.polled.Load()
+		case unix.EINTR:
+			return true // (the caller looks again)
+		}
+		werr = e
+		return true
+	})
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	return n, werr
+}
+
+// openNet registers a duplicate of the epoll descriptor in Go's network poller
+// (noNet set where that fails).
+func (p *tcpPoller) openNet() {
+	fd, err := unix.FcntlInt(uintptr(p.ep), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		p.noNet = true
+		return
+	}
+	// (O_NONBLOCK, which os.NewFile needs to register it, is the open file's:
+	// ep has it too, and an epoll_wait with a timeout ignores it.)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		p.noNet = true
+		return
+	}
+	f := os.NewFile(uintptr(fd), "goportals-tcp-poller")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		p.noNet = true
+		return
+	}
+	p.net, p.netRC = f, rc
+}
+
+// closeNet takes the duplicate out of Go's network poller and closes it.
+func (p *tcpPoller) closeNet() {
+	if p.net != nil {
+		p.net.Close()
+		p.net, p.netRC = nil, nil
+	}
 }
 
 // epollWait waits for events at most d (-1: without bound), to the nanosecond

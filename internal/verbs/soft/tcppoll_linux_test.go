@@ -266,22 +266,30 @@ func TestTCPSocketOutOfGoNetpoller(t *testing.T) {
 }
 
 // epollSetsHolding counts this process's epoll sets whose targets include the
-// inode named by want (" ino:%x "), from /proc/self/fdinfo.
+// inode named by want (" ino:%x "), from /proc/self/fdinfo. Descriptors of one
+// set (the poller's duplicate, while it waits in Go's network poller) list the
+// same targets and count once.
 func epollSetsHolding(want string) int {
 	fds, _ := os.ReadDir("/proc/self/fdinfo")
-	sets := 0
+	sets := map[string]bool{}
 	for _, fd := range fds {
 		info, err := os.ReadFile("/proc/self/fdinfo/" + fd.Name())
 		if err != nil {
 			continue
 		}
+		var targets []string
+		holds := false
 		for _, line := range strings.Split(string(info), "\n") {
-			if strings.HasPrefix(line, "tfd:") && strings.Contains(line+" ", want) {
-				sets++
+			if strings.HasPrefix(line, "tfd:") {
+				targets = append(targets, line)
+				holds = holds || strings.Contains(line+" ", want)
 			}
 		}
+		if holds {
+			sets[strings.Join(targets, "\n")] = true
+		}
 	}
-	return sets
+	return len(sets)
 }
 
 // TestTCPPollerNotHeldByContextRounds: the context goroutine's own progress
@@ -309,4 +317,133 @@ func TestTCPPollerNotHeldByContextRounds(t *testing.T) {
 		}
 		c.progress() // a round as the context goroutine runs it
 	}
+}
+
+// TestTCPPollerWaitsOffTheProcessor: the poller's wait in the kernel for its
+// sockets parks its goroutine in Go's network poller ("IO wait") and leaves its
+// processor to the others. A wait made as a system call kept the processor
+// until the runtime's monitor took it back (20 µs to 10 ms later): with
+// GOMAXPROCS=1, as a launcher that binds each rank to one core gives, a rank
+// spinning for its TCP arrivals waited that long each time the poller woke
+// (put latency over TCP 11 µs one way against 3.5 µs with two processors).
+func TestTCPPollerWaitsOffTheProcessor(t *testing.T) {
+	t.Setenv(EnvPath, "tcp")
+	p := verbstest.NewPair(t, softEnv)
+	l, lb := tcpPingPong(t, p, 1)
+	if !l.viaPoller {
+		t.Skip("the link is not served by the poller")
+	}
+	settle(t, p, l, lb)
+	c := l.q.ctx
+	c.wakePoller() // nobody polls: the poller waits in the kernel
+	deadline := time.Now().Add(10 * time.Second)
+	last := ""
+	for {
+		if c.tcp.asleep.Load() {
+			if last = pollerState(c); last == "IO wait" {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the poller waits for its sockets in state %q, want \"IO wait\" (parked in Go's network poller)", last)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// pollerState returns the state of the goroutine running c's tcpPoller.run,
+// as the runtime's goroutine dump shows it ("syscall", "IO wait", ...).
+func pollerState(c *Context) string {
+	c.tcp.pmu.Lock()
+	p := c.tcp.poller
+	c.tcp.pmu.Unlock()
+	if p == nil {
+		return "(no poller)"
+	}
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if !strings.Contains(g, fmt.Sprintf("(*tcpPoller).run(%p", p)) {
+			continue
+		}
+		head, _, _ := strings.Cut(g, "\n")
+		_, st, ok := strings.Cut(head, "[")
+		if !ok {
+			return head
+		}
+		st, _, _ = strings.Cut(st, "]")
+		st, _, _ = strings.Cut(st, ",")
+		return st
+	}
+	return "(no poller)"
+}
+
+// TestTCPPollerLeavesGoNetpollerWhileNapping: once callers poll again and the
+// poller naps (it does at the first arrival: it wakes, finds them polling),
+// the duplicate of its epoll descriptor is out of Go's network poller (closed):
+// registered there, every segment that arrives would wake the runtime's idle
+// thread, for nobody.
+func TestTCPPollerLeavesGoNetpollerWhileNapping(t *testing.T) {
+	t.Setenv(EnvPath, "tcp")
+	p := verbstest.NewPair(t, softEnv)
+	l, lb := tcpPingPong(t, p, 1)
+	if !l.viaPoller {
+		t.Skip("the link is not served by the poller")
+	}
+	settle(t, p, l, lb)
+	var st unix.Stat_t
+	if err := unix.Fstat(l.fd, &st); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(" ino:%x ", st.Ino)
+	c := l.q.ctx
+	c.wakePoller()
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.tcp.asleep.Load() || pollerState(c) != "IO wait" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the poller does not wait in the network poller (state %q)", pollerState(c))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := epollFDsHolding(want); n != 2 {
+		t.Fatalf("waiting: %d epoll descriptors hold the link's socket, want 2 (the poller's and its duplicate)", n)
+	}
+	// Callers poll, and a message arrives meanwhile (a poller parked in its
+	// wait stays there until something arrives): the poller wakes, finds them
+	// polling, and naps while they go on. (Each ping-pong leaves a receive
+	// posted: a few dozen at most.)
+	var wc [4]verbs.WorkCompletion
+	for i := 0; ; i++ {
+		tcpPingPong(t, p, 1)
+		for j := 0; j < 1000; j++ {
+			p.A.CQ.Poll(wc[:])
+		}
+		st, n := pollerState(c), epollFDsHolding(want)
+		if st == "select" && n == 1 {
+			return
+		}
+		if i == 30 {
+			t.Fatalf("callers polling (poller's state %q): %d epoll descriptors hold the link's socket, want 1 (the duplicate closed)", st, n)
+		}
+	}
+}
+
+// epollFDsHolding counts this process's epoll descriptors whose targets
+// include the inode named by want (" ino:%x "), from /proc/self/fdinfo.
+func epollFDsHolding(want string) int {
+	fds, _ := os.ReadDir("/proc/self/fdinfo")
+	n := 0
+	for _, fd := range fds {
+		info, err := os.ReadFile("/proc/self/fdinfo/" + fd.Name())
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(info), "\n") {
+			if strings.HasPrefix(line, "tfd:") && strings.Contains(line+" ", want) {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
