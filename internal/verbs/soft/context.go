@@ -208,12 +208,7 @@ func (c *Context) progress() int {
 	}
 	c.inRound.Store(false)
 	c.progMu.Unlock()
-	if ls := c.links.Load(); ls != nil {
-		for _, l := range *ls {
-			n += l.poll()
-		}
-	}
-	return n
+	return n + c.pollLinksAfter(n)
 }
 
 func (c *Context) addLink(l *tcpLink) {

@@ -204,11 +204,25 @@ func (c *Context) progressRound(mq *cq) (n int, msgs bool) {
 
 // pollLinks is the part of Context.progress that runs without the progress lock:
 // the TCP connections.
-func (c *Context) pollLinks() int {
-	n := 0
+func (c *Context) pollLinks() int { return c.pollLinksAfter(0) }
+
+// pollLinksAfter is pollLinks in a round that handled done events before it:
+// the round pauses (see tcpHotPause) only when it handled none at all.
+func (c *Context) pollLinksAfter(done int) int {
+	n, emptyHot := 0, false
 	if ls := c.links.Load(); ls != nil {
 		for _, l := range *ls {
-			n += l.poll()
+			k, e := l.round()
+			n += k
+			emptyHot = emptyHot || e
+		}
+	}
+	if emptyHot && n+done == 0 {
+		// A hot link's socket was read and found empty: the next read of
+		// it waits a little (see tcpHotPause).
+		if d := tcpHotPause; d > 0 {
+			c.tcp.hotPauses.Add(1)
+			hotPause(d)
 		}
 	}
 	return n

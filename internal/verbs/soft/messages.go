@@ -115,7 +115,8 @@ func (q *cq) PollRound(h verbs.MessageHandler, max int, wc []verbs.WorkCompletio
 		if testBeforeRound != nil {
 			testBeforeRound()
 		}
-		if _, head := c.progressRound(q); (head || q.msgReady.Load()) && !q.hasCompletion() {
+		done, head := c.progressRound(q)
+		if (head || q.msgReady.Load()) && !q.hasCompletion() {
 			// A message landed after the look above (as often as not a
 			// message is seen first in the round, the longer part of an idle
 			// call), at the head of a ring or behind what the round's drain
@@ -129,7 +130,7 @@ func (q *cq) PollRound(h verbs.MessageHandler, max int, wc []verbs.WorkCompletio
 			}
 		}
 		c.progMu.Unlock()
-		c.pollLinks()
+		c.pollLinksAfter(done)
 		if q.msgReady.Load() && !q.hasCompletion() && c.progMu.TryLock() {
 			// A link's receive (this call's, or the poller's meanwhile)
 			// stopped at a message, after applying what came before it,

@@ -77,6 +77,9 @@ type tcpState struct {
 	// were handed out: the poller watches its socket again.
 	asleep atomic.Bool
 	rearm  atomic.Bool
+	// hotPauses counts the callers' rounds that paused after an empty read
+	// of a hot link (tcpHotPause).
+	hotPauses atomic.Uint64
 }
 
 type earlyConn struct {

@@ -278,3 +278,54 @@ func TestTCPHotLookCountsOnlyReads(t *testing.T) {
 		t.Fatalf("%d polls of a hot link: %d looks, want at least %d", hotPolls, n, hotLooksMin)
 	}
 }
+
+// TestTCPRoundPausesAfterEmptyHotRead: a caller's round that read a hot link's
+// socket, found nothing and received nothing pauses (tcpHotPause) before the
+// next round reads again; a round over an idle link, which looks at its
+// readiness instead of reading, does not; nor any round with tcpHotPause 0.
+func TestTCPRoundPausesAfterEmptyHotRead(t *testing.T) {
+	t.Run("pauses", testRoundPauses)
+	t.Run("off", func(t *testing.T) {
+		setForTest(t, &tcpHotPause, 0) // (before the pair: its goroutines read it)
+		setHotLooks(t, 1<<30)
+		t.Setenv(EnvPath, "tcp")
+		p := verbstest.NewPair(t, softEnv)
+		la, lb := tcpPingPong(t, p, 1)
+		settle(t, p, la, lb)
+		hot(la)
+		pauses := la.q.ctx.tcp.hotPauses.Load()
+		pollReaching(t, p.A, &la.nEmpty, hotLooksMin)
+		if n := la.q.ctx.tcp.hotPauses.Load() - pauses; n != 0 {
+			t.Fatalf("tcpHotPause 0: %d pauses, want 0", n)
+		}
+	})
+}
+
+func testRoundPauses(t *testing.T) {
+	setForTest(t, &tcpPollGap, 0)
+	setHotLooks(t, 1<<30)
+	t.Setenv(EnvPath, "tcp")
+	p := verbstest.NewPair(t, softEnv)
+	la, lb := tcpPingPong(t, p, 1)
+	if !la.viaPoller {
+		t.Skip("the link is not served by the poller")
+	}
+	settle(t, p, la, lb)
+	c := la.q.ctx
+	hot(la)
+	pauses := c.tcp.hotPauses.Load()
+	if n := pollReaching(t, p.A, &la.nEmpty, hotLooksMin); n < hotLooksMin {
+		t.Fatalf("%d empty reads of a hot link in %d polls", n, hotPolls)
+	}
+	if n := c.tcp.hotPauses.Load() - pauses; n < hotLooksMin*4/5 {
+		t.Fatalf("%d empty reads of a hot link made %d pauses", hotLooksMin, n)
+	}
+	la.quiet.Store(1 << 31) // idle: looked at, not read
+	pauses = c.tcp.hotPauses.Load()
+	if n := pollIdle(t, p.A, la, 1000); n < 100 {
+		t.Fatalf("1000 polls of an idle link with no gap looked %d times", n)
+	}
+	if n := c.tcp.hotPauses.Load() - pauses; n != 0 {
+		t.Fatalf("1000 polls of an idle link made %d pauses, want 0", n)
+	}
+}
