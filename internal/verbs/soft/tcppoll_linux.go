@@ -95,7 +95,7 @@ func (c *Context) leavePoller() {
 // answer's delay (a caller that polled once queued it, and may not poll again).
 func (c *Context) ackQueued() {
 	if c.tcp.asleep.Load() {
-		c.wakePoller()
+		c.wakeKernelWait()
 	}
 }
 
@@ -105,7 +105,7 @@ func (c *Context) ackQueued() {
 func (c *Context) rearmPoller() {
 	c.tcp.rearm.Store(true)
 	if c.tcp.asleep.Load() {
-		c.wakePoller()
+		c.wakeKernelWait()
 	}
 }
 
@@ -117,6 +117,20 @@ func (c *Context) wakePoller() {
 	t.pmu.Lock()
 	if t.poller != nil {
 		t.poller.wake()
+	}
+	t.pmu.Unlock()
+}
+
+// wakeKernelWait ends the poller's wait in the kernel, not its nap: what it
+// is told (an answer queued, a socket to watch again) matters only to that wait
+// (a nap ends in a new look anyway). A kick left for the nap would end the next
+// one at once while callers poll, and the poller would go back to its wait,
+// and into Go's network poller, at every message.
+func (c *Context) wakeKernelWait() {
+	t := &c.tcp
+	t.pmu.Lock()
+	if t.poller != nil {
+		t.poller.wakeWait()
 	}
 	t.pmu.Unlock()
 }
@@ -165,6 +179,11 @@ func (p *tcpPoller) wake() {
 	case p.kickCh <- struct{}{}:
 	default:
 	}
+	p.wakeWait()
+}
+
+// wakeWait ends the poller's kernel wait (once until it looks again).
+func (p *tcpPoller) wakeWait() {
 	if !p.c.tcp.asleep.Load() || p.woken.Swap(true) {
 		return
 	}
@@ -402,26 +421,25 @@ func (p *tcpPoller) wait(d time.Duration) (int, error) {
 	return n, werr
 }
 
-// openNet registers a duplicate of the epoll descriptor in Go's network poller
-// (noNet set where that fails).
+// openNet registers a duplicate of the epoll descriptor in Go's network poller.
+// Where it cannot (no descriptor left, say), this wait is an epoll_wait and the
+// next one tries again; where the network poller refuses the set, wait sets
+// noNet.
 func (p *tcpPoller) openNet() {
 	fd, err := unix.FcntlInt(uintptr(p.ep), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
-		p.noNet = true
 		return
 	}
 	// (O_NONBLOCK, which os.NewFile needs to register it, is the open file's:
 	// ep has it too, and an epoll_wait with a timeout ignores it.)
 	if err := unix.SetNonblock(fd, true); err != nil {
 		unix.Close(fd)
-		p.noNet = true
 		return
 	}
 	f := os.NewFile(uintptr(fd), "goportals-tcp-poller")
 	rc, err := f.SyscallConn()
 	if err != nil {
 		f.Close()
-		p.noNet = true
 		return
 	}
 	p.net, p.netRC = f, rc

@@ -1,0 +1,125 @@
+package soft
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/goportals/goportals/internal/verbs"
+	"github.com/goportals/goportals/internal/verbs/verbstest"
+	"golang.org/x/sys/unix"
+)
+
+// TestReviewPollerLeavesNetpollerWhenCallersReadFirst the
+// commit's TestTCPPollerLeavesGoNetpollerWhileNapping run with one processor
+// (the configuration the commit targets) and for 2 s: the duplicate of the
+// poller's epoll descriptor should leave Go's network poller while callers
+// poll. It stays: a wake made while the poller waits in the kernel leaves a
+// stale token in kickCh that ends the next nap at once (see
+// TestReviewPollerNapsUnderWriteTraffic).
+func TestReviewPollerLeavesNetpollerWhenCallersReadFirst(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	t.Setenv(EnvPath, "tcp")
+	p := verbstest.NewPair(t, softEnv)
+	l, lb := tcpPingPong(t, p, 1)
+	if !l.viaPoller {
+		t.Skip("the link is not served by the poller")
+	}
+	settle(t, p, l, lb)
+	var st unix.Stat_t
+	if err := unix.Fstat(l.fd, &st); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(" ino:%x ", st.Ino)
+	c := l.q.ctx
+	c.wakePoller()
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.tcp.asleep.Load() || pollerState(c) != "IO wait" || epollFDsHolding(want) != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the poller does not wait in the network poller (state %q)", pollerState(c))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Callers poll for two seconds, with messages arriving (each read by a
+	// caller). The duplicate should be closed (the poller napping) long
+	// before that.
+	var wc [4]verbs.WorkCompletion
+	end := time.Now().Add(2 * time.Second)
+	for time.Now().Before(end) {
+		tcpPingPong(t, p, 1)
+		for j := 0; j < 1000; j++ {
+			p.A.CQ.Poll(wc[:])
+		}
+		if epollFDsHolding(want) == 1 {
+			return
+		}
+	}
+	t.Fatalf("callers polled for 2s with messages arriving: the poller (state %q, asleep %v) still holds its epoll duplicate in Go's network poller",
+		pollerState(c), c.tcp.asleep.Load())
+}
+
+// TestReviewPollerNapsUnderWriteTraffic: A WRITEs to B while both sides poll
+// (no receive is posted: no caller kicks); B's poller, parked in the network
+// poller when the traffic starts, should go to napping (duplicate closed) and
+// stay there. It does not: each ACK queued while it waits in the kernel calls
+// ackQueued -> wakePoller -> wake, which also leaves a token in kickCh; the
+// woken poller finds callers polling, naps, and the stale token ends the nap at
+// once (polled reset), so it reopens the duplicate and waits in the kernel
+// again, to be woken by the next ACK: about 200 open/close cycles in 2 s with
+// GOMAXPROCS=1 and it is never found napping.
+func TestReviewPollerNapsUnderWriteTraffic(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // a rank bound to one core
+	t.Setenv(EnvPath, "tcp")
+	p := verbstest.NewPair(t, softEnv)
+	la, l := tcpPingPong(t, p, 1)
+	if !l.viaPoller {
+		t.Skip("the link is not served by the poller")
+	}
+	settle(t, p, la, l)
+	var st unix.Stat_t
+	if err := unix.Fstat(l.fd, &st); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(" ino:%x ", st.Ino)
+	c := l.q.ctx
+	c.wakePoller()
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.tcp.asleep.Load() || pollerState(c) != "IO wait" || epollFDsHolding(want) != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the poller does not wait in the network poller (state %q)", pollerState(c))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	src := p.A.Reg(t, 64, verbs.AccessLocalWrite, 1)
+	dst := p.B.Reg(t, 64, verbs.AccessLocalWrite|verbs.AccessRemoteWrite, 0)
+	var wc [4]verbs.WorkCompletion
+	end := time.Now().Add(2 * time.Second)
+	writes := 0
+	for time.Now().Before(end) {
+		if err := p.A.QP.PostSend([]verbs.SendWR{{ID: 1, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
+			SG: []verbs.SGE{src.SGE(0, 8)}, RemoteAddr: dst.Addr(0), RKey: dst.MR.RKey()}}); err != nil {
+			t.Fatal(err)
+		}
+		writes++
+		for i := 0; ; i++ {
+			p.B.CQ.Poll(wc[:])
+			k, err := p.A.CQ.Poll(wc[:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k > 0 {
+				break
+			}
+			if i&63 == 63 {
+				runtime.Gosched()
+			}
+		}
+		if writes%100 == 0 && epollFDsHolding(want) == 1 {
+			t.Logf("napping after %d writes (state %q)", writes, pollerState(c))
+			return
+		}
+	}
+	t.Fatalf("%d WRITEs with both sides polling for 2s: B's poller (state %q, asleep %v) still holds its epoll duplicate in Go's network poller",
+		writes, pollerState(c), c.tcp.asleep.Load())
+}
