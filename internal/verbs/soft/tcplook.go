@@ -9,18 +9,12 @@ import (
 // that keeps a spinning caller from making a system call per round on a link
 // that has nothing to read.
 
-// poll runs one round of the link for the context's progress, without
+// round runs one round of the link for the context's progress, without
 // blocking: it receives and serves what arrived, and sends what waits (where the
 // poller serves the link, only frames that wait for room and answers whose
 // delay ran out: the others ride with the next request). It returns the number
-// of frames handled (or 1 while data waits to go).
-func (l *tcpLink) poll() int {
-	n, _ := l.round()
-	return n
-}
-
-// round is poll, and also reports whether the round read the socket of a hot
-// link and found nothing (see Context.pollLinks).
+// of frames handled (or 1 while data waits to go), and whether it read the
+// socket of a hot link and found nothing (see Context.pollLinksAfter).
 func (l *tcpLink) round() (n int, emptyHot bool) {
 	if !l.viaPoller {
 		if l.flushTx() {
