@@ -19,6 +19,9 @@ func TestTCPStartOnShutLinkLeaksNothing(t *testing.T) {
 	p := verbstest.NewPair(t, softEnv)
 	q := p.A.QP.(*qp)
 	c := q.ctx
+	// The pair's own links are up (they start in the background: under load
+	// one started after served was read below).
+	tcpPingPong(t, p, 1)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
