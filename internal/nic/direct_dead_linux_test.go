@@ -77,10 +77,13 @@ func directDeadInitiator(ctx context.Context) error {
 			}
 		}
 		testDirectInWindow.Store(&freeze)
+		var why []string // (only this goroutine puts)
+		tell := func(s string) { why = append(why, s) }
+		testDirectFallback.Store(&tell)
 		if err := Put(src, 0, 8, NoAckReq, r.peer, 4, 0, 0, 0, 0); err != nil {
 			return err
 		}
-		return fmt.Errorf("the put did not go direct (%d direct operations)", r.ni.DirectOps())
+		return fmt.Errorf("the put did not go direct (%d direct operations): %q", r.ni.DirectOps(), why)
 	}
 	// Rank 1: find the initiator inside the window by its in-flight word.
 	signal.Ignore(syscall.SIGTERM) // the launcher's teardown when rank 0 dies: finish first

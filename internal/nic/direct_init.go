@@ -1,6 +1,7 @@
 package nic
 
 import (
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/goportals/goportals/eq"
@@ -68,16 +69,18 @@ func (ni *NI) directFinished(o *initOp) {
 func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
 	p := ni.directPeer(pr)
 	if p == nil {
-		return false
+		return directNo("the peer has no index")
 	}
 	if !p.tried {
 		h, ok := ni.direct.remote[keyOf(pr.id)]
 		if !ok {
-			return false // not learned (yet): look again next time
+			return directNo("the peer's table is not learned yet") // look again next time
 		}
 		p.tried = true
 		p.rt = openRemoteTable(h)
-		if p.rt != nil {
+		if p.rt == nil {
+			directNo("the peer's table would not open")
+		} else {
 			p.selfID = seenKey(ni.physID())
 			o := seenSlotIn(p.rt.tab, p.selfID, true)
 			if p.sent == 0 && o >= 0 {
@@ -90,6 +93,7 @@ func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
 			} else {
 				// Requests went out before we could know the count, or the
 				// target's table has no room for us: stay on the engine's path.
+				directNo("requests sent before the table was open, or no seen slot")
 				p.rt.release()
 				p.rt = nil
 			}
@@ -106,13 +110,13 @@ func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
 		}
 	}
 	if p.rt == nil || p.track != 0 || p.rt.dead.Load() {
-		return false // a dead target: the engine's path reports it
+		return directNo("no table, a tracked operation, or a dead target") // the engine's path reports a dead one
 	}
 	if p.sent != 0 && p.seen.Load()-p.base != p.sent {
-		return false
+		return directNo("requests through the engine not yet handled")
 	}
 	if int(o.pt) >= p.rt.nwin {
-		return false
+		return directNo("no window for the portal index")
 	}
 	win := p.rt.win(int(o.pt))
 	gen := u64At(win, dtWinGen)
@@ -129,12 +133,12 @@ func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
 			}
 			*s = winSnap{gen: g, bad: true}
 			p.snaps[o.pt] = s
-			return false
+			return directNo("window closed, changing or unmappable")
 		}
 		p.snaps[o.pt] = s
 	}
 	if s.bad {
-		return false
+		return directNo("window unusable in this generation")
 	}
 	// The rules the target would check: permissions (a violation goes to the target,
 	// which counts it), no truncation, the message size.
@@ -178,7 +182,7 @@ func (ni *NI) directTry(o *initOp, pr *peer, operand []byte) bool {
 	directEnter(p.in, p.me)
 	if gen.Load() != s.gen {
 		directLeave(p.in)
-		return false
+		return directNo("the window changed on entry")
 	}
 	if f := testDirectInWindow.Load(); f != nil {
 		(*f)()
@@ -279,3 +283,16 @@ func (ni *NI) DirectOps() uint64 {
 }
 
 // --- the process-wide list of NIs with windows (for md's Free hook) ---
+
+// directNo reports to a test why directTry leaves an operation to the engine's
+// path (testDirectFallback) and returns false.
+func directNo(why string) bool {
+	if f := testDirectFallback.Load(); f != nil {
+		(*f)(why)
+	}
+	return false
+}
+
+// testDirectFallback, when set by a test, is told why an operation did not go
+// direct (the rules of an operation that does not fit a window are not told).
+var testDirectFallback atomic.Pointer[func(string)]

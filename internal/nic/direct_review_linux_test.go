@@ -307,3 +307,35 @@ func TestDirectSeenBeforeAnswer(t *testing.T) {
 		t.Fatal("the put after the answer did not go direct: the target had not counted the answered request as seen")
 	}
 }
+
+// TestDirectFallbackSaysWhy: an operation that a window cannot take goes to the
+// engine's path and tells a test why (testDirectFallback): here a put to a
+// portal index whose window is closed (no entry appended there).
+func TestDirectFallbackSaysWhy(t *testing.T) {
+	p := revSetup(t, 1<<16, MEOpPut|MEEventSuccessDisable|MEEventLinkDisable|MEEventCTComm)
+	var why []string
+	tell := func(s string) { why = append(why, s) }
+	testDirectFallback.Store(&tell)
+	defer testDirectFallback.Store(nil)
+	m, err := p.ini.MDBind(MDSpec{Start: make([]byte, 8)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Put(m, 0, 8, NoAckReq, p.tid, 4, 0, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if p.ini.DirectOps() == 0 {
+		t.Fatalf("the put to the window did not go direct: %q", why)
+	}
+	why = nil
+	if _, err := p.tgt.PTAlloc(0, nil, 5); err != nil {
+		t.Fatal(err)
+	}
+	ops := p.ini.DirectOps()
+	if err := Put(m, 0, 8, NoAckReq, p.tid, 5, 0, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if p.ini.DirectOps() != ops || len(why) == 0 || why[len(why)-1] != "window closed, changing or unmappable" {
+		t.Fatalf("a put to portal index 5 (no entry: its window closed) told %q (%d direct)", why, p.ini.DirectOps()-ops)
+	}
+}
