@@ -282,8 +282,6 @@ func (ni *NI) DirectOps() uint64 {
 	return ni.direct.ops.Load()
 }
 
-// --- the process-wide list of NIs with windows (for md's Free hook) ---
-
 // directNo reports to a test why directTry leaves an operation to the engine's
 // path (testDirectFallback) and returns false.
 func directNo(why string) bool {
@@ -296,3 +294,5 @@ func directNo(why string) bool {
 // testDirectFallback, when set by a test, is told why an operation did not go
 // direct (the rules of an operation that does not fit a window are not told).
 var testDirectFallback atomic.Pointer[func(string)]
+
+// --- the process-wide list of NIs with windows (for md's Free hook) ---

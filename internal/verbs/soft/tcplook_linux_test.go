@@ -16,13 +16,7 @@ import (
 // the delivery of the next segment waits for).
 func TestTCPPollLooksBeforeReading(t *testing.T) {
 	setForTest(t, &tcpPollGap, 0)
-	t.Setenv(EnvPath, "tcp")
-	p := verbstest.NewPair(t, softEnv)
-	l, lb := tcpPingPong(t, p, 1) // both links run
-	if !l.viaPoller {
-		t.Skip("the link is not served by the poller")
-	}
-	settle(t, p, l, lb)
+	p, l, _ := settledTCPPair(t)
 	pollCounting(t, p.A, &l.nEmpty, int(tcpHotLooks)+64) // (hot no more)
 	// (The poller may act once on a readiness it learned before the link
 	// settled, and find the socket emptied by a poll round: one empty read.)
@@ -255,13 +249,7 @@ func TestTCPPollPacesIdleLooks(t *testing.T) {
 func TestTCPHotLookCountsOnlyReads(t *testing.T) {
 	setForTest(t, &tcpPollGap, 0)
 	setHotLooks(t, 1<<30)
-	t.Setenv(EnvPath, "tcp")
-	p := verbstest.NewPair(t, softEnv)
-	la, lb := tcpPingPong(t, p, 1)
-	if !la.viaPoller {
-		t.Skip("the link is not served by the poller")
-	}
-	settle(t, p, la, lb)
+	p, la, _ := settledTCPPair(t)
 	la.rxMu.Lock() // another round reads
 	hot(la)
 	reads := la.nReads.Load()
@@ -304,13 +292,7 @@ func TestTCPRoundPausesAfterEmptyHotRead(t *testing.T) {
 func testRoundPauses(t *testing.T) {
 	setForTest(t, &tcpPollGap, 0)
 	setHotLooks(t, 1<<30)
-	t.Setenv(EnvPath, "tcp")
-	p := verbstest.NewPair(t, softEnv)
-	la, lb := tcpPingPong(t, p, 1)
-	if !la.viaPoller {
-		t.Skip("the link is not served by the poller")
-	}
-	settle(t, p, la, lb)
+	p, la, _ := settledTCPPair(t)
 	c := la.q.ctx
 	hot(la)
 	pauses := c.tcp.hotPauses.Load()

@@ -95,7 +95,7 @@ func (c *Context) leavePoller() {
 // answer's delay (a caller that polled once queued it, and may not poll again).
 func (c *Context) ackQueued() {
 	if c.tcp.asleep.Load() {
-		c.wakeKernelWait()
+		c.signalPoller(false)
 	}
 }
 
@@ -105,32 +105,29 @@ func (c *Context) ackQueued() {
 func (c *Context) rearmPoller() {
 	c.tcp.rearm.Store(true)
 	if c.tcp.asleep.Load() {
-		c.wakeKernelWait()
+		c.signalPoller(false)
 	}
 }
 
 // wakePoller ends the poller's nap or kernel wait: a link started, a link's
 // frames wait for room, a receive was posted for a SEND that waits for one, or
 // a caller stops polling to block.
-func (c *Context) wakePoller() {
-	t := &c.tcp
-	t.pmu.Lock()
-	if t.poller != nil {
-		t.poller.wake()
-	}
-	t.pmu.Unlock()
-}
+func (c *Context) wakePoller() { c.signalPoller(true) }
 
-// wakeKernelWait ends the poller's wait in the kernel, not its nap: what it
-// is told (an answer queued, a socket to watch again) matters only to that wait
-// (a nap ends in a new look anyway). A kick left for the nap would end the next
-// one at once while callers poll, and the poller would go back to its wait,
-// and into Go's network poller, at every message.
-func (c *Context) wakeKernelWait() {
+// signalPoller ends the poller's wait in the kernel, and its nap too where
+// endNap. What matters only to the wait (an answer queued, a socket to watch
+// again) leaves the nap alone, which ends in a new look anyway: a kick left for
+// the nap would end the next one at once while callers poll, and the poller
+// would go back to its wait, and into Go's network poller, at every message.
+func (c *Context) signalPoller(endNap bool) {
 	t := &c.tcp
 	t.pmu.Lock()
-	if t.poller != nil {
-		t.poller.wakeWait()
+	if p := t.poller; p != nil {
+		if endNap {
+			p.wake()
+		} else {
+			p.wakeWait()
+		}
 	}
 	t.pmu.Unlock()
 }
@@ -157,6 +154,13 @@ func (t *tcpState) pollerEp() int {
 func newTCPPoller(c *Context) (*tcpPoller, error) {
 	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
+		return nil, err
+	}
+	// Non-blocking, as os.NewFile needs to register its duplicates in Go's
+	// network poller (openNet; the flag belongs to the open file, which they
+	// share). An epoll_wait with a timeout ignores it.
+	if err := unix.SetNonblock(ep, true); err != nil {
+		unix.Close(ep)
 		return nil, err
 	}
 	evfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
@@ -428,12 +432,6 @@ func (p *tcpPoller) wait(d time.Duration) (int, error) {
 func (p *tcpPoller) openNet() {
 	fd, err := unix.FcntlInt(uintptr(p.ep), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
-		return
-	}
-	// (O_NONBLOCK, which os.NewFile needs to register it, is the open file's:
-	// ep has it too, and an epoll_wait with a timeout ignores it.)
-	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
 		return
 	}
 	f := os.NewFile(uintptr(fd), "goportals-tcp-poller")

@@ -299,13 +299,7 @@ func epollSetsHolding(want string) int {
 // napping on for as long as those go on (a passive target's TCP arrivals would
 // then wait for the nap).
 func TestTCPPollerNotHeldByContextRounds(t *testing.T) {
-	t.Setenv(EnvPath, "tcp")
-	p := verbstest.NewPair(t, softEnv)
-	l, lb := tcpPingPong(t, p, 1)
-	if !l.viaPoller {
-		t.Skip("the link is not served by the poller")
-	}
-	settle(t, p, l, lb)
+	p, l, _ := settledTCPPair(t)
 	c := l.q.ctx
 	var wc [4]verbs.WorkCompletion
 	p.A.CQ.Poll(wc[:]) // a caller polls: the poller naps
@@ -327,13 +321,7 @@ func TestTCPPollerNotHeldByContextRounds(t *testing.T) {
 // spinning for its TCP arrivals waited that long each time the poller woke
 // (put latency over TCP 11 µs one way against 3.5 µs with two processors).
 func TestTCPPollerWaitsOffTheProcessor(t *testing.T) {
-	t.Setenv(EnvPath, "tcp")
-	p := verbstest.NewPair(t, softEnv)
-	l, lb := tcpPingPong(t, p, 1)
-	if !l.viaPoller {
-		t.Skip("the link is not served by the poller")
-	}
-	settle(t, p, l, lb)
+	_, l, _ := settledTCPPair(t)
 	c := l.q.ctx
 	c.wakePoller() // nobody polls: the poller waits in the kernel
 	deadline := time.Now().Add(10 * time.Second)
@@ -384,30 +372,8 @@ func pollerState(c *Context) string {
 // registered there, every segment that arrives would wake the runtime's idle
 // thread, for nobody.
 func TestTCPPollerLeavesGoNetpollerWhileNapping(t *testing.T) {
-	t.Setenv(EnvPath, "tcp")
-	p := verbstest.NewPair(t, softEnv)
-	l, lb := tcpPingPong(t, p, 1)
-	if !l.viaPoller {
-		t.Skip("the link is not served by the poller")
-	}
-	settle(t, p, l, lb)
-	var st unix.Stat_t
-	if err := unix.Fstat(l.fd, &st); err != nil {
-		t.Fatal(err)
-	}
-	want := fmt.Sprintf(" ino:%x ", st.Ino)
-	c := l.q.ctx
-	c.wakePoller()
-	deadline := time.Now().Add(10 * time.Second)
-	for !c.tcp.asleep.Load() || pollerState(c) != "IO wait" {
-		if time.Now().After(deadline) {
-			t.Fatalf("the poller does not wait in the network poller (state %q)", pollerState(c))
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if n := epollFDsHolding(want); n != 2 {
-		t.Fatalf("waiting: %d epoll descriptors hold the link's socket, want 2 (the poller's and its duplicate)", n)
-	}
+	p, l, _ := settledTCPPair(t)
+	c, want := pollerInNetpoller(t, l)
 	// Callers poll, and a message arrives meanwhile (a poller parked in its
 	// wait stays there until something arrives): the poller wakes, finds them
 	// polling, and naps while they go on. (Each ping-pong leaves a receive
@@ -446,4 +412,43 @@ func epollFDsHolding(want string) int {
 		}
 	}
 	return n
+}
+
+// settledTCPPair returns a pair joined over TCP whose links the poller serves,
+// after a ping-pong, with nothing in flight (it skips where no poller serves
+// them).
+func settledTCPPair(t *testing.T) (*verbstest.Pair, *tcpLink, *tcpLink) {
+	t.Helper()
+	t.Setenv(EnvPath, "tcp")
+	p := verbstest.NewPair(t, softEnv)
+	la, lb := tcpPingPong(t, p, 1)
+	if !la.viaPoller || !lb.viaPoller {
+		t.Skip("the link is not served by the poller")
+	}
+	settle(t, p, la, lb)
+	return p, la, lb
+}
+
+// pollerInNetpoller wakes the poller of l's context while nobody polls and
+// waits until it waits in Go's network poller, its duplicate registered (two
+// epoll descriptors hold l's socket). It returns the context and the socket's
+// inode as epollFDsHolding looks for it.
+func pollerInNetpoller(t *testing.T, l *tcpLink) (*Context, string) {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Fstat(l.fd, &st); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(" ino:%x ", st.Ino)
+	c := l.q.ctx
+	c.wakePoller()
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.tcp.asleep.Load() || pollerState(c) != "IO wait" || epollFDsHolding(want) != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the poller does not wait in the network poller (state %q, %d epoll descriptors hold the socket, want 2)",
+				pollerState(c), epollFDsHolding(want))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return c, want
 }

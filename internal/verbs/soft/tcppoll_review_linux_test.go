@@ -1,14 +1,11 @@
 package soft
 
 import (
-	"fmt"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/goportals/goportals/internal/verbs"
-	"github.com/goportals/goportals/internal/verbs/verbstest"
-	"golang.org/x/sys/unix"
 )
 
 // TestReviewPollerLeavesNetpollerWhenCallersReadFirst the
@@ -20,27 +17,8 @@ import (
 // TestReviewPollerNapsUnderWriteTraffic).
 func TestReviewPollerLeavesNetpollerWhenCallersReadFirst(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	t.Setenv(EnvPath, "tcp")
-	p := verbstest.NewPair(t, softEnv)
-	l, lb := tcpPingPong(t, p, 1)
-	if !l.viaPoller {
-		t.Skip("the link is not served by the poller")
-	}
-	settle(t, p, l, lb)
-	var st unix.Stat_t
-	if err := unix.Fstat(l.fd, &st); err != nil {
-		t.Fatal(err)
-	}
-	want := fmt.Sprintf(" ino:%x ", st.Ino)
-	c := l.q.ctx
-	c.wakePoller()
-	deadline := time.Now().Add(10 * time.Second)
-	for !c.tcp.asleep.Load() || pollerState(c) != "IO wait" || epollFDsHolding(want) != 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the poller does not wait in the network poller (state %q)", pollerState(c))
-		}
-		time.Sleep(time.Millisecond)
-	}
+	p, l, _ := settledTCPPair(t)
+	c, want := pollerInNetpoller(t, l)
 	// Callers poll for two seconds, with messages arriving (each read by a
 	// caller). The duplicate should be closed (the poller napping) long
 	// before that.
@@ -70,27 +48,8 @@ func TestReviewPollerLeavesNetpollerWhenCallersReadFirst(t *testing.T) {
 // GOMAXPROCS=1 and it is never found napping.
 func TestReviewPollerNapsUnderWriteTraffic(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // a rank bound to one core
-	t.Setenv(EnvPath, "tcp")
-	p := verbstest.NewPair(t, softEnv)
-	la, l := tcpPingPong(t, p, 1)
-	if !l.viaPoller {
-		t.Skip("the link is not served by the poller")
-	}
-	settle(t, p, la, l)
-	var st unix.Stat_t
-	if err := unix.Fstat(l.fd, &st); err != nil {
-		t.Fatal(err)
-	}
-	want := fmt.Sprintf(" ino:%x ", st.Ino)
-	c := l.q.ctx
-	c.wakePoller()
-	deadline := time.Now().Add(10 * time.Second)
-	for !c.tcp.asleep.Load() || pollerState(c) != "IO wait" || epollFDsHolding(want) != 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the poller does not wait in the network poller (state %q)", pollerState(c))
-		}
-		time.Sleep(time.Millisecond)
-	}
+	p, _, l := settledTCPPair(t)
+	c, want := pollerInNetpoller(t, l)
 	src := p.A.Reg(t, 64, verbs.AccessLocalWrite, 1)
 	dst := p.B.Reg(t, 64, verbs.AccessLocalWrite|verbs.AccessRemoteWrite, 0)
 	var wc [4]verbs.WorkCompletion
