@@ -92,7 +92,7 @@ var knobs = []Knob{
 	{Name: SoftPin, Default: "auto", Values: "auto, io_uring, mlock", ReadBy: "internal/verbs/soft",
 		Doc: "how the soft provider pins registered memory: long-term page references in an io_uring buffer table (auto's choice where io_uring works), or mlock"},
 	{Name: SoftPath, Default: "auto", Values: "auto, tcp", ReadBy: "internal/verbs/soft",
-		Doc: "the soft provider's path between two processes; auto: shared memory and cross-memory attach inside a node (same kernel and network namespace), TCP between nodes; tcp: TCP always (tests, measurements)"},
+		Doc: "the soft provider's path between two processes; auto: shared memory and cross-memory attach inside a node (same kernel and network namespace), TCP between nodes; tcp: TCP between any two contexts, even of one process (tests, measurements); a context's connection to itself stays in memory"},
 	{Name: Direct, Default: "auto", Values: "auto, off", ReadBy: "internal/nic",
 		Doc: "auto: an initiator stores straight into a list entry over md.Alloc memory of a process on its node (non-matching NI, persistent entry, no event the target must post; docs/direct.md); off: every operation goes through the target"},
 	{Name: LongPut, Default: "split", Values: "split, push, pull", ReadBy: "internal/nic",

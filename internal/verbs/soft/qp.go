@@ -183,7 +183,12 @@ func (q *qp) Connect(remote verbs.Address) error {
 	if q.State() != verbs.QPInit {
 		return verbs.Errorf("connect", verbs.ErrQPState, nil)
 	}
-	if force || a.boot != bootID() || a.netns != netnsID() {
+	// PTL_SOFT_PATH=tcp joins two contexts over TCP even in one process, but
+	// not a context to itself (an NI's connection to its own process): that
+	// is never between nodes, and a stream to itself would only add a socket
+	// for every poll round to read.
+	own := int(a.pid) == q.ctx.pid && a.nonce == q.ctx.nonce
+	if (force && !own) || a.boot != bootID() || a.netns != netnsID() {
 		return q.connectTCP(a)
 	}
 	pfd, err := openPidfd(int(a.pid))

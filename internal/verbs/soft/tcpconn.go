@@ -20,9 +20,10 @@ import (
 )
 
 // EnvPath names the variable that forces the path between queue pairs:
-// PTL_SOFT_PATH=tcp joins even two processes of one node over TCP (for tests and
-// measurements); unset or "auto" uses shared memory inside a node and TCP between
-// nodes.
+// PTL_SOFT_PATH=tcp joins any two contexts over TCP, even two processes of one
+// node or two contexts of one process (for tests and measurements; a context's
+// queue pairs joined to each other stay in memory); unset or "auto" uses shared
+// memory inside a node and TCP between nodes.
 const EnvPath = string(envknob.SoftPath)
 
 // forceTCP reports whether PTL_SOFT_PATH asks for TCP everywhere.
