@@ -189,6 +189,9 @@ func (q *qp) Connect(remote verbs.Address) error {
 	// for every poll round to read.
 	own := int(a.pid) == q.ctx.pid && a.nonce == q.ctx.nonce
 	if (force && !own) || a.boot != bootID() || a.netns != netnsID() {
+		if err := checkCongestion(); err != nil {
+			return verbs.Errorf("connect", verbs.ErrInvalidArgument, err)
+		}
 		return q.connectTCP(a)
 	}
 	pfd, err := openPidfd(int(a.pid))

@@ -240,6 +240,9 @@ func (l *tcpLink) start(conn net.Conn) {
 	if err == nil {
 		err = setUserTimeout(l.fd)
 	}
+	if err == nil {
+		err = setCongestion(l.fd)
+	}
 	if err != nil {
 		conn.Close()
 		go l.broken(err)
