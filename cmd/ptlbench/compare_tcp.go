@@ -9,6 +9,9 @@ package main
 // message of the size back and forth (half a round trip). It is the bound of a
 // put over the soft provider's TCP path: run ptlbench -compare with
 // PTL_SOFT_PATH=tcp to measure goportals over TCP beside it and fi_pingpong tcp.
+// Its sockets run the congestion control the soft provider's links do
+// (PTL_SOFT_TCP_CC, reno unless set), so that the two differ only by what is on
+// top of the stream; fi_pingpong keeps the kernel's default.
 
 import (
 	"bufio"
@@ -22,7 +25,10 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"time"
+
+	"github.com/goportals/goportals/internal/verbs/soft"
 )
 
 // tcpSinkEnv makes a process started by ptlbench the TCP sink.
@@ -39,6 +45,17 @@ func init() {
 	os.Exit(0)
 }
 
+// streamControl gives a socket of the stream, before it connects or listens
+// (an accepted one inherits its listener's), the soft provider's congestion
+// control.
+func streamControl(_, _ string, c syscall.RawConn) error {
+	var err error
+	if cerr := c.Control(func(fd uintptr) { err = soft.SetTCPCongestion(int(fd)) }); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
 // maxStreamSize bounds a message of the stream.
 const maxStreamSize = 1 << 30
 
@@ -47,7 +64,8 @@ const maxStreamSize = 1 << 30
 // of SIZE bytes) or "bw SIZE N" (read N messages of SIZE bytes, then answer the
 // CRC-32 of the last, 4 bytes little-endian).
 func serveTCPSink(in io.Reader, out io.Writer) error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	lc := net.ListenConfig{Control: streamControl}
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
@@ -136,7 +154,7 @@ func tcpStream(ctx context.Context, mode string, size, warmup, msgs int) (float6
 		return 0, err
 	}
 	defer h.stop()
-	var d net.Dialer
+	d := net.Dialer{Control: streamControl}
 	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		return 0, err

@@ -31,3 +31,8 @@ func checkCongestion() error {
 	defer unix.Close(fd)
 	return setCongestion(fd)
 }
+
+// SetTCPCongestion gives the TCP socket fd the congestion control the
+// provider's links use (PTL_SOFT_TCP_CC), so that a baseline measured beside
+// them (ptlbench's raw stream) runs the same.
+func SetTCPCongestion(fd int) error { return setCongestion(fd) }

@@ -223,8 +223,8 @@ func TestTCPPollPacesLooksInBulk(t *testing.T) {
 }
 
 // TestTCPPollPacesIdleLooks: a caller spinning on Poll looks at a link that
-// has received nothing for a while (a process's link to itself, say, beside
-// the one that carries its traffic) once per tcpPollGap, not every round: a
+// has received nothing for a while (a quiet peer's, say, beside the one that
+// carries its traffic) once per tcpPollGap, not every round: a
 // look per round at every idle link lengthens the round, and with it the
 // arrival of what comes on the busy link. A link that has just received is
 // looked at every round.

@@ -49,6 +49,36 @@ func TestForcedTCPLeavesOwnContextInProcess(t *testing.T) {
 		t.Fatalf("the context polls %d TCP links", len(*ls))
 	}
 
+	// Another context of this process (its own nonce, the same pid) is
+	// still reached over TCP.
+	c2, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	pd2, err := c2.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq2, err := c2.CreateCQ(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q2, err := pd2.CreateQP(verbs.QPAttr{SendCQ: cq2, RecvCQ: cq2, MaxSendWR: 16, MaxRecvWR: 16, MaxSGE: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newQP()
+	if err := d.Connect(q2.Address()); err != nil {
+		t.Fatal(err)
+	}
+	if err := q2.Connect(d.Address()); err != nil {
+		t.Fatal(err)
+	}
+	if d.link == nil || q2.(*qp).link == nil {
+		t.Fatalf("two contexts of one process not joined over TCP (links %v, %v)", d.link != nil, q2.(*qp).link != nil)
+	}
+
 	// The in-process connection carries data.
 	src := bytes.Repeat([]byte{0x5a}, 64)
 	dst := make([]byte, 64)
