@@ -175,6 +175,7 @@ func (c *Context) Close() error {
 	close(c.stop)
 	futexWake(c.view.sleepWord())
 	c.wg.Wait()
+	c.closeSet()
 	c.life.Lock()
 	defer c.life.Unlock()
 	for i := range c.mrs {

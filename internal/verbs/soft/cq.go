@@ -209,13 +209,17 @@ func (c *Context) pollLinks() int { return c.pollLinksAfter(0) }
 // pollLinksAfter is pollLinks in a round that handled done events before it:
 // the round pauses (see tcpHotPause) only when it handled none at all.
 func (c *Context) pollLinksAfter(done int) int {
-	n, emptyHot := 0, false
+	n, emptyHot, idle := 0, false, false
 	if ls := c.links.Load(); ls != nil {
 		for _, l := range *ls {
-			k, e := l.round()
+			k, e, i := l.round()
 			n += k
 			emptyHot = emptyHot || e
+			idle = idle || i
 		}
+	}
+	if idle {
+		n += c.lookIdle() // the idle links, all at once
 	}
 	if emptyHot && n+done == 0 {
 		// A hot link's socket was read and found empty: the next read of

@@ -205,6 +205,10 @@ type tcpLink struct {
 	bulkUntil atomic.Int64  // a large incoming frame is partly received (until then at most: tcpClock; 0: none)
 	quiet     atomic.Uint32 // looks that found the socket empty since the link last received
 	epIn      uint32        // the poller's registered interest (epoll events; poller only)
+	// inSet: the link is in the context's look set, in slot (set before the
+	// link is listed, never changed after).
+	inSet bool
+	slot  int32
 
 	failed  atomic.Bool
 	dead    atomic.Bool // a completion already reported the peer's loss
@@ -280,6 +284,9 @@ func (l *tcpLink) start(conn net.Conn) {
 		return
 	}
 	l.fd, l.viaPoller, l.rb, l.conn = fd, via, rb, closer
+	if via {
+		c.setAdd(l)
+	}
 	c.addLink(l)
 	if !via {
 		l.wg.Add(1) // before shut returns: close waits for the watcher
@@ -362,6 +369,7 @@ func (l *tcpLink) shut() {
 		l.rxMu.Lock()
 		l.txMu.Lock()
 		if l.conn != nil {
+			l.q.ctx.setRemove(l)
 			l.conn.Close()
 		}
 		for _, it := range l.out {

@@ -81,6 +81,8 @@ type tcpState struct {
 	// hotPauses counts the callers' rounds that paused after an empty read
 	// of a hot link (tcpHotPause).
 	hotPauses atomic.Uint64
+	// set: the look set of the idle links (tcplookset.go).
+	set lookSet
 }
 
 type earlyConn struct {

@@ -15,17 +15,17 @@ import (
 // delay ran out: the others ride with the next request). It returns the number
 // of frames handled (or 1 while data waits to go), and whether it read the
 // socket of a hot link and found nothing (see Context.pollLinksAfter).
-func (l *tcpLink) round() (n int, emptyHot bool) {
+func (l *tcpLink) round() (n int, emptyHot, idle bool) {
 	if !l.viaPoller {
 		if l.flushTx() {
 			n = 1
 		}
-		return n + l.pollRx(), false
+		return n + l.pollRx(), false, false
 	}
 	var now int64
 	if next := l.nextLook.Load(); next != 0 {
 		if now = tcpClock(); now < next {
-			return 0, false
+			return 0, false, false
 		}
 	}
 	if l.txWait.Load() || l.ackOverdue() {
@@ -37,12 +37,20 @@ func (l *tcpLink) round() (n int, emptyHot bool) {
 	// answer or the next request of a ping-pong, is likely close) is read at
 	// once; the read is its look. An idle one is looked at first: a look at the
 	// socket's readiness costs a system call too, but not the socket's lock
-	// (see readable), and it is the one call per round that an idle link, of
-	// however many, costs while its gap lets it be looked at.
+	// (see readable). The idle links of the look set are looked at together,
+	// by the context (lookIdle: one call for all of them); a link outside it
+	// (no epoll) is looked at alone, once per gap.
 	got, emptyRead, emptyLook := 0, false, false
 	hot := l.quiet.Load() <= tcpHotLooks
 	pending := l.stalled.Load() || l.rbLeft.Load() // read without a look
 	readHot := hot && !pending
+	if !hot && !pending && l.inSet {
+		// Idle: the context's look at its set covers it (lookIdle).
+		if now != 0 {
+			l.nextLook.Store(0) // (no clock reading per round for it)
+		}
+		return n, false, true
+	}
 	if l.msgHeld.Load() {
 		// A message waits for PollMessages: nothing is read behind it.
 	} else if pending || readHot || l.look() {
@@ -102,7 +110,7 @@ func (l *tcpLink) round() (n int, emptyHot bool) {
 	} else if l.nextLook.Load() != 0 {
 		l.nextLook.Store(0)
 	}
-	return n + got, emptyHot
+	return n + got, emptyHot, false
 }
 
 // tcpHotPause is how long a caller's poll round waits, spinning without a

@@ -1,0 +1,110 @@
+package soft
+
+import (
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// lookEvents is what one look at the set can report.
+type lookEvents [32]unix.EpollEvent
+
+// setAdd puts a link the poller serves in the context's look set (before the
+// link is listed); where there is no set, the link is looked at alone.
+func (c *Context) setAdd(l *tcpLink) {
+	s := &c.tcp.set
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ep == 0 {
+		ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+		if err != nil {
+			ep = -1
+		}
+		s.ep = ep
+	}
+	if s.ep < 0 {
+		return
+	}
+	id := s.takeSlot()
+	if err := unix.EpollCtl(s.ep, unix.EPOLL_CTL_ADD, l.fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: id}); err != nil {
+		s.free = append(s.free, id)
+		return
+	}
+	s.setSlot(id, l)
+	l.slot, l.inSet = id, true
+}
+
+// setRemove takes a shut link out of the look set (before its socket closes).
+func (c *Context) setRemove(l *tcpLink) {
+	if !l.inSet {
+		return
+	}
+	s := &c.tcp.set
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ep > 0 {
+		unix.EpollCtl(s.ep, unix.EPOLL_CTL_DEL, l.fd, nil)
+	}
+	if s.slotAt(l.slot) == l {
+		s.setSlot(l.slot, nil)
+		s.free = append(s.free, l.slot)
+	}
+}
+
+// closeSet closes the look set (the context closes; its links are shut).
+func (c *Context) closeSet() {
+	s := &c.tcp.set
+	for !s.busy.CompareAndSwap(false, true) {
+		time.Sleep(time.Microsecond) // a look is under way
+	}
+	s.mu.Lock()
+	if s.ep > 0 {
+		unix.Close(s.ep)
+	}
+	s.ep = -1
+	s.mu.Unlock()
+	s.busy.Store(false)
+}
+
+// lookIdle looks at the readiness of all the context's links at once, when
+// a round found idle ones and the last look's gap (tcpPollGap, after a look
+// that found nothing) is over, and serves those that hold data; it returns
+// the frames served. One caller looks at a time: the others go on.
+func (c *Context) lookIdle() int {
+	s := &c.tcp.set
+	if next := s.next.Load(); next != 0 && tcpClock() < next {
+		return 0
+	}
+	if !s.busy.CompareAndSwap(false, true) {
+		return 0
+	}
+	if s.ep <= 0 { // (read under busy: closeSet changes it under busy too)
+		s.busy.Store(false)
+		return 0
+	}
+	r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(s.ep), uintptr(unsafe.Pointer(&s.evs[0])), uintptr(len(s.evs)), 0, 0, 0)
+	s.looks.Add(1)
+	n, found := 0, false
+	if e == 0 {
+		for i := 0; i < int(r); i++ {
+			l := s.slotAt(s.evs[i].Fd)
+			// (A held message, or a SEND that waits for a receive, leaves
+			// data behind it: the link's own rounds take those up.)
+			if l == nil || l.failed.Load() || l.msgHeld.Load() || l.stalled.Load() {
+				continue
+			}
+			found = true
+			n += l.pollRx()
+		}
+	}
+	next := int64(0)
+	if !found && tcpPollGap > 0 {
+		next = tcpClock() + int64(tcpPollGap)
+	}
+	if s.next.Load() != next {
+		s.next.Store(next)
+	}
+	s.busy.Store(false)
+	return n
+}

@@ -1,0 +1,18 @@
+//go:build !linux
+
+package soft
+
+// lookEvents is empty where there is no look set.
+type lookEvents struct{}
+
+// setAdd leaves the link out: without a set, each idle link is looked at alone.
+func (c *Context) setAdd(l *tcpLink) {}
+
+// setRemove does nothing: no link is in a set.
+func (c *Context) setRemove(l *tcpLink) {}
+
+// closeSet does nothing: there is no set.
+func (c *Context) closeSet() {}
+
+// lookIdle finds nothing: no link is in a set.
+func (c *Context) lookIdle() int { return 0 }
