@@ -45,8 +45,15 @@ func (l *tcpLink) round() (n int, emptyHot, idle bool) {
 	pending := l.stalled.Load() || l.rbLeft.Load() // read without a look
 	readHot := hot && !pending
 	if !hot && !pending && l.inSet {
-		// Idle: the context's look at its set covers it (lookIdle).
-		if now != 0 {
+		// Idle: the context's look at its set covers it (lookIdle). Its
+		// own gap still paces its writes: frames that wait for room, or a
+		// large payload trickling in, leave the socket alone a while.
+		if n != 0 || l.thin.Load() {
+			if now == 0 {
+				now = tcpClock()
+			}
+			l.nextLook.Store(now + int64(tcpBulkGap))
+		} else if now != 0 {
 			l.nextLook.Store(0) // (no clock reading per round for it)
 		}
 		return n, false, true
@@ -151,11 +158,11 @@ func hotPause(d time.Duration) {
 // transfer is under way and the last look found the socket nearly empty (a read
 // of a large payload got less than tcpBulkRead) or full (frames still wait for
 // room): a look per round moved a few kilobytes per system call. The kernel
-// moves about tcpBulkRead in the gap at loopback speed.
-const (
-	tcpBulkGap  = 16 * time.Microsecond
-	tcpBulkRead = 64 << 10
-)
+// moves about tcpBulkRead in the gap at loopback speed. (tcpBulkGap is a
+// variable for the tests.)
+var tcpBulkGap = 16 * time.Microsecond
+
+const tcpBulkRead = 64 << 10
 
 // tcpBulkHold is how long at most a link counts as carrying a large frame (of
 // tcpBulkRead bytes or more) after it began to come (a variable for the tests).

@@ -14,16 +14,22 @@ import (
 // rounds of tens of system calls. The set's look costs the same for one idle
 // link or a thousand, and reads only the links it finds readable.
 type lookSet struct {
-	mu   sync.Mutex // guards ep's opening and closing, free and tab's changes
-	ep   int        // the epoll descriptor (0: not open yet; -1: none, or closed)
-	tab  atomic.Pointer[[]*tcpLink]
-	free []int32
+	mu sync.Mutex // guards the opening and closing, free and tab's changes
+	// tried: the set was asked for (opened, or refused: then none). ep is
+	// the epoll descriptor while live (any number, 0 too: a program may
+	// have closed its standard input); live turns false when it closes.
+	tried bool
+	live  atomic.Bool
+	ep    int
+	tab   atomic.Pointer[[]*tcpLink]
+	free  []int32
 	// busy: a caller is looking (one look serves them all; under it the
 	// look uses evs). next: no look before this tcpClock (0: no gap).
-	busy  atomic.Bool
-	next  atomic.Int64
-	evs   lookEvents
-	looks atomic.Uint64 // looks made (for the tests)
+	busy   atomic.Bool
+	next   atomic.Int64
+	evs    lookEvents
+	looks  atomic.Uint64 // looks made (for the tests)
+	served atomic.Uint64 // links a look found readable and read (for the tests)
 }
 
 // slotAt returns the link in slot id (nil: none).

@@ -16,14 +16,14 @@ func (c *Context) setAdd(l *tcpLink) {
 	s := &c.tcp.set
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ep == 0 {
-		ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-		if err != nil {
-			ep = -1
+	if !s.tried {
+		s.tried = true
+		if ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC); err == nil {
+			s.ep = ep
+			s.live.Store(true)
 		}
-		s.ep = ep
 	}
-	if s.ep < 0 {
+	if !s.live.Load() {
 		return
 	}
 	id := s.takeSlot()
@@ -43,7 +43,7 @@ func (c *Context) setRemove(l *tcpLink) {
 	s := &c.tcp.set
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ep > 0 {
+	if s.live.Load() {
 		unix.EpollCtl(s.ep, unix.EPOLL_CTL_DEL, l.fd, nil)
 	}
 	if s.slotAt(l.slot) == l {
@@ -59,52 +59,77 @@ func (c *Context) closeSet() {
 		time.Sleep(time.Microsecond) // a look is under way
 	}
 	s.mu.Lock()
-	if s.ep > 0 {
+	if s.live.Load() {
+		s.live.Store(false)
 		unix.Close(s.ep)
 	}
-	s.ep = -1
+	s.tried = true // (no set after the close)
 	s.mu.Unlock()
 	s.busy.Store(false)
 }
 
 // lookIdle looks at the readiness of all the context's links at once, when
 // a round found idle ones and the last look's gap (tcpPollGap, after a look
-// that found nothing) is over, and serves those that hold data; it returns
-// the frames served. One caller looks at a time: the others go on.
+// that found nothing) is over, and serves the idle ones that hold data; it
+// returns the frames served. One caller looks at a time: the others go on.
 func (c *Context) lookIdle() int {
 	s := &c.tcp.set
-	if next := s.next.Load(); next != 0 && tcpClock() < next {
-		return 0
+	var now int64
+	if next := s.next.Load(); next != 0 {
+		if now = tcpClock(); now < next {
+			return 0
+		}
 	}
 	if !s.busy.CompareAndSwap(false, true) {
 		return 0
 	}
-	if s.ep <= 0 { // (read under busy: closeSet changes it under busy too)
+	if !s.live.Load() { // (closeSet closes it under busy)
 		s.busy.Store(false)
 		return 0
 	}
 	r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(s.ep), uintptr(unsafe.Pointer(&s.evs[0])), uintptr(len(s.evs)), 0, 0, 0)
 	s.looks.Add(1)
-	n, found := 0, false
+	var ready [len(lookEvents{})]*tcpLink
+	k := 0
 	if e == 0 {
 		for i := 0; i < int(r); i++ {
 			l := s.slotAt(s.evs[i].Fd)
-			// (A held message, or a SEND that waits for a receive, leaves
-			// data behind it: the link's own rounds take those up.)
-			if l == nil || l.failed.Load() || l.msgHeld.Load() || l.stalled.Load() {
+			// Only the idle ones: a hot link is read by its own rounds,
+			// and one whose gap runs (a large frame trickling in) waits
+			// for it; a held message, or a SEND that waits for a receive,
+			// leaves data behind it that the link's own rounds take up.
+			if l == nil || l.failed.Load() || l.msgHeld.Load() || l.stalled.Load() || l.quiet.Load() <= tcpHotLooks {
 				continue
 			}
-			found = true
-			n += l.pollRx()
+			if next := l.nextLook.Load(); next != 0 {
+				if now == 0 {
+					now = tcpClock()
+				}
+				if now < next {
+					continue
+				}
+			}
+			ready[k] = l
+			k++
 		}
 	}
 	next := int64(0)
-	if !found && tcpPollGap > 0 {
-		next = tcpClock() + int64(tcpPollGap)
+	if k == 0 && tcpPollGap > 0 {
+		if now == 0 {
+			now = tcpClock()
+		}
+		next = now + int64(tcpPollGap)
 	}
 	if s.next.Load() != next {
 		s.next.Store(next)
 	}
 	s.busy.Store(false)
+	// (Read after the look is released: a slot reused meanwhile names
+	// another link, whose read finds what it finds.)
+	n := 0
+	for _, l := range ready[:k] {
+		n += l.pollRx()
+	}
+	s.served.Add(uint64(k))
 	return n
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/goportals/goportals/internal/verbs"
 	"github.com/goportals/goportals/internal/verbs/verbstest"
 )
@@ -100,33 +102,234 @@ func TestTCPIdleLinksCostOneLook(t *testing.T) {
 		t.Fatalf("%d polls over %d idle links made %d looks, want at most %d (one per round)", polls, extra+1, n, polls+extra)
 	}
 
-	// A SEND on the last idle link is received by the spinning caller.
+	if looksOf(c) == before {
+		t.Fatalf("%d polls over %d idle links made no look", polls, extra+1)
+	}
+	sendOnIdle(t, p, as[extra-1], bs[extra-1])
+}
+
+// sendOnIdle sends 8 bytes from qb to qa, whose context's links are all idle,
+// and polls qa's queue until the receive completes: the spinning caller finds
+// it through the context's look at its idle links (a receive the poller made
+// between its naps does not count: up to 20 tries).
+func sendOnIdle(t *testing.T, p *verbstest.Pair, qa, qb *qp) {
+	t.Helper()
 	buf := p.A.Reg(t, 64, verbs.AccessLocalWrite, 3)
 	src := p.B.Reg(t, 64, verbs.AccessLocalWrite, 4)
-	qa, qb := as[extra-1], bs[extra-1]
-	if err := qa.PostRecv([]verbs.RecvWR{{ID: 11, SG: []verbs.SGE{buf.SGE(0, 8)}}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := qb.PostSend([]verbs.SendWR{{ID: 12, Opcode: verbs.OpSend, SG: []verbs.SGE{src.SGE(0, 8)}}}); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(hangGuard)
-	for {
-		k, err := p.A.CQ.Poll(wc[:])
-		if err != nil {
+	set := &qa.ctx.tcp.set
+	var wc [4]verbs.WorkCompletion
+	for try := 0; ; try++ {
+		if ls := qa.ctx.links.Load(); ls != nil {
+			for _, l := range *ls {
+				l.quiet.Store(1 << 31)
+			}
+		}
+		served := set.served.Load()
+		if err := qa.PostRecv([]verbs.RecvWR{{ID: 11, SG: []verbs.SGE{buf.SGE(0, 8)}}}); err != nil {
 			t.Fatal(err)
 		}
-		if k > 0 {
-			if wc[0].ID != 11 || wc[0].Status != verbs.StatusSuccess {
-				t.Fatalf("completion %+v, want the receive 11", wc[0])
-			}
-			break
+		if err := qb.PostSend([]verbs.SendWR{{ID: 12, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SG: []verbs.SGE{src.SGE(0, 8)}}}); err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the SEND on an idle link was never received")
+		deadline := time.Now().Add(hangGuard)
+		for {
+			k, err := p.A.CQ.Poll(wc[:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k > 0 {
+				if wc[0].ID != 11 || wc[0].Status != verbs.StatusSuccess {
+					t.Fatalf("completion %+v, want the receive 11", wc[0])
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the SEND on an idle link was never received")
+			}
+		}
+		p.B.Wait(t, 1) // the SEND's own completion
+		if set.served.Load() != served {
+			return
+		}
+		if try == 20 {
+			t.Fatal("20 SENDs on an idle link: none was found by the context's look at its idle links")
 		}
 	}
 }
+
+// TestTCPLookSetOnDescriptorZero: the look set works whatever number its
+// epoll descriptor gets, 0 too (a program that closed its standard input).
+func TestTCPLookSetOnDescriptorZero(t *testing.T) {
+	t.Setenv(EnvPath, "tcp")
+	p := verbstest.NewPairOpts(t, softEnv, verbstest.PairOptions{NoConnect: true})
+	c := p.A.QP.(*qp).ctx
+	saved, err := unix.Dup(0)
+	if err != nil {
+		t.Skipf("dup(0): %v", err)
+	}
+	if err := unix.Close(0); err != nil {
+		t.Fatal(err)
+	}
+	restored := false
+	restore := func() {
+		if !restored {
+			restored = true
+			p.A.Ctx.Close() // (its look set may hold descriptor 0)
+			p.B.Ctx.Close()
+			unix.Dup3(saved, 0, 0)
+			unix.Close(saved)
+		}
+	}
+	defer restore()
+	// The next descriptor made is 0: the look set's, opened here first (a
+	// link's start opens it too, when a socket has not taken 0 before).
+	s := &c.tcp.set
+	s.mu.Lock()
+	if !s.tried {
+		s.tried = true
+		if ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC); err == nil {
+			s.ep = ep
+			s.live.Store(true)
+		}
+	}
+	ep := s.ep
+	s.mu.Unlock()
+	if ep != 0 {
+		t.Skipf("the look set got descriptor %d, not 0", ep)
+	}
+	if err := p.A.QP.Connect(p.B.QP.Address()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.B.QP.Connect(p.A.QP.Address()); err != nil {
+		t.Fatal(err)
+	}
+	tcpPingPong(t, p, 1)
+	as, bs := idleLinks(t, p, 1)
+	sendOnIdle(t, p, as[0], bs[0])
+	if !s.live.Load() || s.ep != 0 {
+		t.Fatalf("the look set moved off descriptor 0 (live %v, descriptor %d)", s.live.Load(), s.ep)
+	}
+	// The set closes with its context (and descriptor 0 with it: standard
+	// input comes back after, not over the set).
+	for _, c := range []verbs.Context{p.A.Ctx, p.B.Ctx} {
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.live.Load() {
+		t.Fatal("the look set outlived its context")
+	}
+	if _, err := unix.FcntlInt(0, unix.F_GETFD, 0); err == nil {
+		t.Fatal("descriptor 0 still open after the context closed")
+	}
+}
+
+// TestTCPIdleLinkPacesItsWrites: an idle link whose frames wait for room in
+// its socket (a large WRITE) is written at most once per tcpBulkGap by the
+// callers' rounds, as a busy one is, not at every round.
+func TestTCPIdleLinkPacesItsWrites(t *testing.T) {
+	setForTest(t, &tcpBulkGap, time.Hour)
+	p, la, _ := settledTCPPair(t)
+	if !la.inSet {
+		t.Skip("the link is not in a look set")
+	}
+	la.quiet.Store(1 << 31) // idle
+	const size = 64 << 20
+	src := p.A.Reg(t, size, verbs.AccessLocalWrite, 1)
+	dst := p.B.Reg(t, size, verbs.AccessLocalWrite|verbs.AccessRemoteWrite, 0)
+	p.A.PostSend(t, verbs.SendWR{ID: 1, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
+		SG: []verbs.SGE{src.SGE(0, size)}, RemoteAddr: dst.Addr(0), RKey: dst.MR.RKey()})
+	if !la.txWait.Load() {
+		t.Skip("the WRITE went out whole: the socket never filled")
+	}
+	writes := la.nWrites.Load()
+	var wc [4]verbs.WorkCompletion
+	for i := 0; i < 1000; i++ {
+		p.A.CQ.Poll(wc[:])
+	}
+	// (The rounds write once in the gap; the poller, when it waits in the
+	// kernel between its naps, writes as room comes: a few times.)
+	if n := la.nWrites.Load() - writes; n > 50 {
+		t.Fatalf("1000 polls of an idle link whose frames wait for room: %d writes, want at most 50 (one per tcpBulkGap, and the poller's)", n)
+	}
+}
+
+// TestTCPLookSetLeavesPacedLinks: the context's look at its idle links reads
+// none of the others: a link amid a large incoming frame, whose rounds leave
+// its socket alone a while (tcpBulkIdleGap), is not read by it, however
+// readable.
+func TestTCPLookSetLeavesPacedLinks(t *testing.T) {
+	setForTest(t, &tcpPollGap, 0)
+	setHotLooks(t, 1<<30)
+	setForTest(t, &tcpBulkHold, time.Hour)
+	setForTest(t, &tcpBulkIdleGap, time.Hour)
+	p, la, lb := settledTCPPair(t)
+	if !lb.inSet {
+		t.Skip("the link is not in a look set")
+	}
+	idleLinks(t, p, 1)
+	settle(t, p, la, lb)
+	const size = 1 << 20
+	dst := p.B.Reg(t, size, verbs.AccessLocalWrite|verbs.AccessRemoteWrite, 0)
+	// A large WRITE's first part, written on A's socket as A's link would.
+	var hdr [frameLen]byte
+	f := frame{kind: frWrite, token: 1 << 40, raddr: dst.Addr(0), rkey: dst.MR.RKey(), n: size}
+	f.put(hdr[:])
+	part := make([]byte, 4<<10)
+	write := func(b ...[]byte) {
+		t.Helper()
+		la.txMu.Lock()
+		_, err := writev(la.fd, b)
+		la.txMu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(hdr[:], part)
+	for i := 0; readable(lb.fd); i++ {
+		if i == 1e6 {
+			t.Fatal("the part of the frame is not read")
+		}
+		lb.nextLook.Store(0)
+		p.B.CQ.Poll(wc4())
+	}
+	for i := 0; lb.nextLook.Load() == 0; i++ {
+		if i == 1e5 {
+			t.Fatal("the link is not paced amid the frame")
+		}
+		p.B.CQ.Poll(wc4()) // (an empty read starts the gap)
+	}
+	// More of it comes: lb's own rounds leave it for tcpBulkIdleGap; the
+	// look at the set, made every round for the idle link, must too.
+	write(part)
+	for i := 0; !readable(lb.fd); i++ {
+		if i == 1e6 {
+			t.Fatal("the second part does not arrive")
+		}
+	}
+	for _, l := range *lb.q.ctx.links.Load() {
+		if l != lb {
+			l.quiet.Store(1 << 31) // idle: B's rounds look at the set
+		}
+	}
+	// (The poller may read it, had it been waiting in the kernel: the look
+	// at the set must not.)
+	set := &lb.q.ctx.tcp.set
+	served := set.served.Load()
+	if n := pollReaching(t, p.B, &set.looks, 100); n < 100 {
+		for _, l := range *lb.q.ctx.links.Load() {
+			t.Logf("link %p (lb %v): quiet %d inSet %v nextLook %d (now %d) stalled %v rbLeft %v msgHeld %v txWait %v ackDue %d",
+				l, l == lb, l.quiet.Load(), l.inSet, l.nextLook.Load(), tcpClock(), l.stalled.Load(), l.rbLeft.Load(), l.msgHeld.Load(), l.txWait.Load(), l.ackDue.Load())
+		}
+		t.Fatalf("%d polls beside an idle link made %d looks at the set, want 100", hotPolls, n)
+	}
+	if n := set.served.Load() - served; n != 0 {
+		t.Fatalf("a link amid a large frame, in its gap: the look at the set read %d links in 100 looks, want none", n)
+	}
+}
+
+// wc4 is room for four completions.
+func wc4() []verbs.WorkCompletion { return make([]verbs.WorkCompletion, 4) }
 
 // BenchmarkTCPPingPongBesideIdleLinks: an 8-byte SEND ping-pong over one link
 // of two contexts that have idle links besides (a rank's connections to quiet

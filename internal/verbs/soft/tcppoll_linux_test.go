@@ -427,7 +427,7 @@ func lookSetFD(c *Context, name string) bool {
 	s := &c.tcp.set
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.ep > 0 && name == strconv.Itoa(s.ep)
+	return s.live.Load() && name == strconv.Itoa(s.ep)
 }
 
 // settledTCPPair returns a pair joined over TCP whose links the poller serves,
