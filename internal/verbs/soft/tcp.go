@@ -205,10 +205,12 @@ type tcpLink struct {
 	bulkUntil atomic.Int64  // a large incoming frame is partly received (until then at most: tcpClock; 0: none)
 	quiet     atomic.Uint32 // looks that found the socket empty since the link last received
 	epIn      uint32        // the poller's registered interest (epoll events; poller only)
-	// inSet: the link is in the context's look set, in slot (set before the
-	// link is listed, never changed after).
+	// inSet: the link has slot in the context's look set (set before the
+	// link is listed, never changed after); armed: its socket is in the set
+	// (while the link is idle: setArm, setDisarm, under the set's mu).
 	inSet bool
 	slot  int32
+	armed atomic.Bool
 
 	failed  atomic.Bool
 	dead    atomic.Bool // a completion already reported the peer's loss

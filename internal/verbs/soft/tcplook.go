@@ -44,7 +44,7 @@ func (l *tcpLink) round() (n int, emptyHot, idle bool) {
 	hot := l.quiet.Load() <= tcpHotLooks
 	pending := l.stalled.Load() || l.rbLeft.Load() // read without a look
 	readHot := hot && !pending
-	if !hot && !pending && l.inSet {
+	if !hot && !pending && l.inSet && (l.armed.Load() || l.q.ctx.setArm(l)) {
 		// Idle: the context's look at its set covers it (lookIdle). Its
 		// own gap still paces its writes: frames that wait for room, or a
 		// large payload trickling in, leave the socket alone a while.
@@ -71,6 +71,11 @@ func (l *tcpLink) round() (n int, emptyHot, idle bool) {
 		}
 		emptyRead = got == 0 && l.nEmpty.Load() != empty
 		emptyHot = emptyRead && readHot
+		if emptyHot && l.armed.Load() {
+			// Hot again (the look at the set found it, or its own look):
+			// its socket leaves the set while nothing arrives.
+			l.q.ctx.setDisarm(l)
+		}
 	} else {
 		emptyLook = true
 	}

@@ -2,6 +2,8 @@ package soft
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -345,5 +347,68 @@ func BenchmarkTCPPingPongBesideIdleLinks(b *testing.B) {
 			b.ResetTimer()
 			tcpPingPong(b, p, b.N)
 		})
+	}
+}
+
+// lookSetHolds reports whether c's look set holds l's socket (its epoll
+// descriptor's fdinfo names the socket's inode).
+func lookSetHolds(t *testing.T, c *Context, l *tcpLink) bool {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Fstat(l.fd, &st); err != nil {
+		t.Fatal(err)
+	}
+	s := &c.tcp.set
+	s.mu.Lock()
+	ep, live := s.ep, s.live.Load()
+	s.mu.Unlock()
+	if !live {
+		return false
+	}
+	info, err := os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", ep))
+	if err != nil {
+		t.Skipf("no fdinfo: %v", err)
+	}
+	want := fmt.Sprintf(" ino:%x ", st.Ino)
+	for _, line := range strings.Split(string(info), "\n") {
+		if strings.HasPrefix(line, "tfd:") && strings.Contains(line+" ", want) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestTCPHotLinkLeavesLookSet: a link's socket is in the context's look set
+// only while the link is idle: a link that receives is read by its own rounds,
+// and a second epoll watch on its socket would cost each arriving segment a
+// callback in the kernel's delivery.
+func TestTCPHotLinkLeavesLookSet(t *testing.T) {
+	p, la, _ := settledTCPPair(t)
+	if !la.inSet {
+		t.Skip("the link has no look set")
+	}
+	c := la.q.ctx
+	if lookSetHolds(t, c, la) {
+		t.Fatal("a link that just received is in the look set")
+	}
+	la.quiet.Store(1 << 31) // idle
+	for i := 0; !la.armed.Load(); i++ {
+		if i == hotPolls {
+			t.Fatal("an idle link never joined the look set")
+		}
+		p.A.CQ.Poll(wc4())
+	}
+	if !lookSetHolds(t, c, la) {
+		t.Fatal("an idle link is armed, but its socket is not in the look set")
+	}
+	tcpPingPong(t, p, 1) // it receives: hot
+	for i := 0; la.armed.Load(); i++ {
+		if i == hotPolls {
+			t.Fatal("a link that received again stays in the look set")
+		}
+		p.A.CQ.Poll(wc4())
+	}
+	if lookSetHolds(t, c, la) {
+		t.Fatal("a link disarmed, but its socket is still in the look set")
 	}
 }
