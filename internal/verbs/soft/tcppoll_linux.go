@@ -207,6 +207,7 @@ func (p *tcpPoller) run() {
 			// helpers, until it ends or a caller about to block kicks.
 			polled.Store(false)
 			p.closeNet()
+			p.unwatchAll()
 			select {
 			case <-clock.Nap():
 			case <-p.kickCh:
@@ -300,6 +301,18 @@ func (p *tcpPoller) sync() bool {
 	unix.Close(p.ep)
 	unix.Close(p.evfd)
 	return false
+}
+
+// unwatchAll takes every link's socket out of the poller's set while it naps:
+// the callers read them meanwhile, and an epoll watch costs every segment that
+// arrives a callback in the kernel's delivery (an 8-byte ping-pong over
+// loopback was 1-5 % slower with one watch more: four alternated runs). tend
+// watches them again before the poller next waits in the kernel, and a socket
+// that received meanwhile is then ready at once (level-triggered).
+func (p *tcpPoller) unwatchAll() {
+	for l, id := range p.regs {
+		p.interest(l, id, 0)
+	}
 }
 
 // interest sets the epoll events the poller waits for on l's socket (0: none,

@@ -389,11 +389,11 @@ func TestTCPPollerLeavesGoNetpollerWhileNapping(t *testing.T) {
 			p.A.CQ.Poll(wc[:])
 		}
 		st, n := pollerState(c), epollFDsHolding(c, want)
-		if st == "select" && n == 1 {
+		if st == "select" && n == 0 {
 			return
 		}
 		if i == 30 {
-			t.Fatalf("callers polling (poller's state %q): %d epoll descriptors hold the link's socket, want 1 (the duplicate closed)", st, n)
+			t.Fatalf("callers polling (poller's state %q): %d epoll descriptors hold the link's socket, want 0 (the duplicate closed, the socket out of the set)", st, n)
 		}
 	}
 }
@@ -467,4 +467,36 @@ func pollerInNetpoller(t *testing.T, l *tcpLink) (*Context, string) {
 		time.Sleep(time.Millisecond)
 	}
 	return c, want
+}
+
+// TestTCPPollerLeavesSocketsWhileNapping: while callers poll (the poller naps),
+// the poller's epoll set holds none of the links' sockets: the callers read
+// them, and an epoll watch costs every segment that arrives a callback in the
+// kernel's delivery (an 8-byte ping-pong over loopback was 1–5 % slower with
+// one watch more). When the callers stop, the poller watches them again, and
+// what arrives is served.
+func TestTCPPollerLeavesSocketsWhileNapping(t *testing.T) {
+	p, la, _ := settledTCPPair(t)
+	c := la.q.ctx
+	var st unix.Stat_t
+	if err := unix.Fstat(la.fd, &st); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(" ino:%x ", st.Ino)
+	var wc [4]verbs.WorkCompletion
+	deadline := time.Now().Add(10 * time.Second)
+	for pollerState(c) != "select" || epollFDsHolding(c, want) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("callers polling: the poller (state %q) still watches the link's socket in %d epoll descriptors, want 0",
+				pollerState(c), epollFDsHolding(c, want))
+		}
+		tcpPingPong(t, p, 1) // (a poller waiting in the kernel wakes when something comes)
+		for j := 0; j < 1000; j++ {
+			p.A.CQ.Poll(wc[:])
+		}
+	}
+	// The callers stop: the poller watches the socket again (its set, and
+	// its duplicate in Go's network poller), and serves what comes.
+	pollerInNetpoller(t, la)
+	tcpPingPong(t, p, 1)
 }
