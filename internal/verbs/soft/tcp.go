@@ -211,6 +211,10 @@ type tcpLink struct {
 	inSet bool
 	slot  int32
 	armed atomic.Bool
+	noArm atomic.Bool // the kernel refused to add its socket to the set
+	// setReads counts the reads the context's look at the set made of it
+	// (for the tests).
+	setReads atomic.Uint64
 
 	failed  atomic.Bool
 	dead    atomic.Bool // a completion already reported the peer's loss

@@ -83,6 +83,8 @@ type tcpState struct {
 	hotPauses atomic.Uint64
 	// set: the look set of the idle links (tcplookset.go).
 	set lookSet
+	// watchChanges counts the poller's changes to its set (for the tests).
+	watchChanges atomic.Uint64
 }
 
 type earlyConn struct {

@@ -44,7 +44,7 @@ func (l *tcpLink) round() (n int, emptyHot, idle bool) {
 	hot := l.quiet.Load() <= tcpHotLooks
 	pending := l.stalled.Load() || l.rbLeft.Load() // read without a look
 	readHot := hot && !pending
-	if !hot && !pending && l.inSet && (l.armed.Load() || l.q.ctx.setArm(l)) {
+	if !hot && !pending && l.inSet && !l.noArm.Load() && (l.armed.Load() || l.q.ctx.setArm(l)) {
 		// Idle: the context's look at its set covers it (lookIdle). Its
 		// own gap still paces its writes: frames that wait for room, or a
 		// large payload trickling in, leave the socket alone a while.

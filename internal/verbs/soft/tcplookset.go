@@ -29,7 +29,6 @@ type lookSet struct {
 	next   atomic.Int64
 	evs    lookEvents
 	looks  atomic.Uint64 // looks made (for the tests)
-	served atomic.Uint64 // links a look found readable and read (for the tests)
 }
 
 // slotAt returns the link in slot id (nil: none).

@@ -118,7 +118,6 @@ func sendOnIdle(t *testing.T, p *verbstest.Pair, qa, qb *qp) {
 	t.Helper()
 	buf := p.A.Reg(t, 64, verbs.AccessLocalWrite, 3)
 	src := p.B.Reg(t, 64, verbs.AccessLocalWrite, 4)
-	set := &qa.ctx.tcp.set
 	var wc [4]verbs.WorkCompletion
 	for try := 0; ; try++ {
 		if ls := qa.ctx.links.Load(); ls != nil {
@@ -126,7 +125,7 @@ func sendOnIdle(t *testing.T, p *verbstest.Pair, qa, qb *qp) {
 				l.quiet.Store(1 << 31)
 			}
 		}
-		served := set.served.Load()
+		reads := qa.link.setReads.Load()
 		if err := qa.PostRecv([]verbs.RecvWR{{ID: 11, SG: []verbs.SGE{buf.SGE(0, 8)}}}); err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +149,7 @@ func sendOnIdle(t *testing.T, p *verbstest.Pair, qa, qb *qp) {
 			}
 		}
 		p.B.Wait(t, 1) // the SEND's own completion
-		if set.served.Load() != served {
+		if qa.link.setReads.Load() != reads {
 			return
 		}
 		if try == 20 {
@@ -220,9 +219,6 @@ func TestTCPLookSetOnDescriptorZero(t *testing.T) {
 	}
 	if s.live.Load() {
 		t.Fatal("the look set outlived its context")
-	}
-	if _, err := unix.FcntlInt(0, unix.F_GETFD, 0); err == nil {
-		t.Fatal("descriptor 0 still open after the context closed")
 	}
 }
 
@@ -309,24 +305,30 @@ func TestTCPLookSetLeavesPacedLinks(t *testing.T) {
 			t.Fatal("the second part does not arrive")
 		}
 	}
-	for _, l := range *lb.q.ctx.links.Load() {
-		if l != lb {
-			l.quiet.Store(1 << 31) // idle: B's rounds look at the set
-		}
-	}
 	// (The poller may read it, had it been waiting in the kernel: the look
 	// at the set must not.)
 	set := &lb.q.ctx.tcp.set
-	served := set.served.Load()
-	if n := pollReaching(t, p.B, &set.looks, 100); n < 100 {
+	reads := lb.setReads.Load()
+	looks := set.looks.Load()
+	for i := 0; i < hotPolls && set.looks.Load()-looks < 100; i++ {
+		for _, l := range *lb.q.ctx.links.Load() {
+			if l != lb {
+				// Idle (again: a late answer may arrive on it under
+				// load): B's rounds look at the set.
+				l.quiet.Store(1 << 31)
+			}
+		}
+		p.B.CQ.Poll(wc4())
+	}
+	if n := set.looks.Load() - looks; n < 100 {
 		for _, l := range *lb.q.ctx.links.Load() {
 			t.Logf("link %p (lb %v): quiet %d inSet %v nextLook %d (now %d) stalled %v rbLeft %v msgHeld %v txWait %v ackDue %d",
 				l, l == lb, l.quiet.Load(), l.inSet, l.nextLook.Load(), tcpClock(), l.stalled.Load(), l.rbLeft.Load(), l.msgHeld.Load(), l.txWait.Load(), l.ackDue.Load())
 		}
 		t.Fatalf("%d polls beside an idle link made %d looks at the set, want 100", hotPolls, n)
 	}
-	if n := set.served.Load() - served; n != 0 {
-		t.Fatalf("a link amid a large frame, in its gap: the look at the set read %d links in 100 looks, want none", n)
+	if n := lb.setReads.Load() - reads; n != 0 {
+		t.Fatalf("a link amid a large frame, in its gap: the look at the set read it %d times in 100 looks, want never", n)
 	}
 }
 
@@ -408,4 +410,37 @@ func TestTCPHotLinkLeavesLookSet(t *testing.T) {
 	if lookSetHolds(t, c, la) {
 		t.Fatal("a link disarmed, but its socket is still in the look set")
 	}
+}
+
+// TestTCPIdleLinkLookedAtAloneWhenArmFails: an idle link whose socket the
+// kernel refuses to add to the look set is looked at alone, and what comes on
+// it is received; the add is not tried again at every round.
+func TestTCPIdleLinkLookedAtAloneWhenArmFails(t *testing.T) {
+	testArmFails = true // (before the pair: its goroutines read it)
+	t.Cleanup(func() { testArmFails = false })
+	setForTest(t, &tcpPollGap, 0)
+	p, la, lb := settledTCPPair(t)
+	la.quiet.Store(1 << 31) // idle
+	for i := 0; !la.noArm.Load(); i++ {
+		if i == hotPolls {
+			t.Fatal("an idle link never tried the look set")
+		}
+		p.A.CQ.Poll(wc4())
+	}
+	if la.armed.Load() {
+		t.Fatal("armed though the kernel refused")
+	}
+	if n := pollCounting(t, p.A, &la.nLooks, 100); n < 50 {
+		t.Fatalf("100 polls of an idle link the look set refused, no gap: %d looks at it, want one a round", n)
+	}
+	buf := p.A.Reg(t, 64, verbs.AccessLocalWrite, 3)
+	src := p.B.Reg(t, 64, verbs.AccessLocalWrite, 4)
+	p.A.PostRecv(t, 11, buf.SGE(0, 8))
+	p.B.PostSend(t, verbs.SendWR{ID: 12, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SG: []verbs.SGE{src.SGE(0, 8)}})
+	// (The pair's ping-pong left a receive posted: the SEND may take it.)
+	if w := p.A.Wait(t, 1); w[0].Opcode != verbs.WCRecv || w[0].Status != verbs.StatusSuccess {
+		t.Fatalf("completion %+v, want a receive", w[0])
+	}
+	p.B.Wait(t, 1)
+	_ = lb
 }

@@ -198,6 +198,7 @@ func (p *tcpPoller) wakeWait() {
 func (p *tcpPoller) run() {
 	polled := &p.c.tcp.polled
 	clock := napclock.Process()
+	napped := false // the last nap ran to its end with callers polling
 	for {
 		if !p.sync() {
 			return
@@ -207,22 +208,33 @@ func (p *tcpPoller) run() {
 			// helpers, until it ends or a caller about to block kicks.
 			polled.Store(false)
 			p.closeNet()
-			p.unwatchAll()
+			if napped {
+				// They polled through a whole nap: the sockets leave the set
+				// (not at every kick that ends a nap, a socket filling in a
+				// bulk transfer: each would cost a call per link both ways).
+				p.unwatchAll()
+			}
+			napped = true
 			select {
 			case <-clock.Nap():
 			case <-p.kickCh:
 				// (The polls made during the nap, which still runs for the
 				// other helpers, do not send it back into it.)
 				polled.Store(false)
+				napped = false
 			}
 			continue
 		}
+		napped = false
 		timeout := p.tend()
 		p.c.tcp.asleep.Store(true)
 		if polled.Load() || len(p.kickCh) > 0 || p.c.tcp.rearm.Load() {
 			p.c.tcp.asleep.Store(false)
 			select {
 			case <-p.kickCh:
+				// A caller about to block kicked: the polls it made before
+				// do not send the poller into a nap it would wait through.
+				polled.Store(false)
 			default:
 			}
 			continue
@@ -337,6 +349,7 @@ func (p *tcpPoller) interest(l *tcpLink, id int32, want uint32) {
 	default:
 		err = unix.EpollCtl(p.ep, unix.EPOLL_CTL_MOD, l.fd, &ev)
 	}
+	p.c.tcp.watchChanges.Add(1)
 	if err != nil {
 		l.lost(err)
 		return
@@ -388,6 +401,11 @@ func (p *tcpPoller) tend() time.Duration {
 			want |= unix.EPOLLOUT
 		}
 		p.interest(l, id, want)
+		if l.armed.Load() && l.quiet.Load() <= tcpHotLooks {
+			// It received again, served by the poller: no caller's round
+			// takes it out of the look set.
+			p.c.setDisarm(l)
+		}
 	}
 	return timeout
 }

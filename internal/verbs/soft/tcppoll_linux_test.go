@@ -500,3 +500,30 @@ func TestTCPPollerLeavesSocketsWhileNapping(t *testing.T) {
 	pollerInNetpoller(t, la)
 	tcpPingPong(t, p, 1)
 }
+
+// TestTCPPollerKeepsWatchingThroughKicks: kicks that end the poller's nap
+// while callers go on polling (a socket filling in a bulk transfer, a receive
+// posted for a waiting SEND) do not make it take the sockets out of its set
+// and put them back at every kick: a call per link each way.
+func TestTCPPollerKeepsWatchingThroughKicks(t *testing.T) {
+	p, la, _ := settledTCPPair(t)
+	c := la.q.ctx
+	var wc [4]verbs.WorkCompletion
+	for i := 0; i < 10; i++ {
+		for j := 0; j < 100; j++ {
+			p.A.CQ.Poll(wc[:])
+		}
+		time.Sleep(time.Millisecond)
+	}
+	changes := c.tcp.watchChanges.Load()
+	for i := 0; i < 100; i++ {
+		c.wakePoller()
+		for j := 0; j < 100; j++ {
+			p.A.CQ.Poll(wc[:])
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	if n := c.tcp.watchChanges.Load() - changes; n > 10 {
+		t.Fatalf("100 kicks while callers poll: the poller changed its set %d times, want at most 10", n)
+	}
+}
