@@ -25,10 +25,10 @@ type lookSet struct {
 	free  []int32
 	// busy: a caller is looking (one look serves them all; under it the
 	// look uses evs). next: no look before this tcpClock (0: no gap).
-	busy   atomic.Bool
-	next   atomic.Int64
-	evs    lookEvents
-	looks  atomic.Uint64 // looks made (for the tests)
+	busy  atomic.Bool
+	next  atomic.Int64
+	evs   lookEvents
+	looks atomic.Uint64 // looks made (for the tests)
 }
 
 // slotAt returns the link in slot id (nil: none).
