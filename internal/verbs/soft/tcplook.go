@@ -13,8 +13,9 @@ import (
 // blocking: it receives and serves what arrived, and sends what waits (where the
 // poller serves the link, only frames that wait for room and answers whose
 // delay ran out: the others ride with the next request). It returns the number
-// of frames handled (or 1 while data waits to go), and whether it read the
-// socket of a hot link and found nothing (see Context.pollLinksAfter).
+// of frames handled (or 1 while data waits to go), whether it read the socket
+// of a hot link and found nothing, and whether the link is idle and left to the
+// context's look at its set (see Context.pollLinksAfter).
 func (l *tcpLink) round() (n int, emptyHot, idle bool) {
 	if !l.viaPoller {
 		if l.flushTx() {
@@ -44,22 +45,10 @@ func (l *tcpLink) round() (n int, emptyHot, idle bool) {
 	hot := l.quiet.Load() <= tcpHotLooks
 	pending := l.stalled.Load() || l.rbLeft.Load() // read without a look
 	readHot := hot && !pending
-	if !hot && !pending && l.inSet && !l.noArm.Load() && (l.armed.Load() || l.q.ctx.setArm(l)) {
-		// Idle: the context's look at its set covers it (lookIdle). Its
-		// own gap still paces its writes: frames that wait for room, or a
-		// large payload trickling in, leave the socket alone a while.
-		if n != 0 || l.thin.Load() {
-			if now == 0 {
-				now = tcpClock()
-			}
-			l.nextLook.Store(now + int64(tcpBulkGap))
-		} else if now != 0 {
-			l.nextLook.Store(0) // (no clock reading per round for it)
-		}
-		return n, false, true
-	}
 	if l.msgHeld.Load() {
 		// A message waits for PollMessages: nothing is read behind it.
+	} else if !hot && !pending && l.inSet && !l.noArm.Load() && (l.armed.Load() || l.q.ctx.setArm(l)) {
+		idle = true // the context's look at its set covers it (lookIdle)
 	} else if pending || readHot || l.look() {
 		empty, reads := l.nEmpty.Load(), l.nReads.Load()
 		got = l.pollRx()
@@ -85,6 +74,9 @@ func (l *tcpLink) round() (n int, emptyHot, idle bool) {
 		// Frames wait for room, or a large payload trickles in: let the
 		// socket drain or fill before the next look.
 		gap = tcpBulkGap
+	case idle:
+		// No gap of its own: the set's look paces it (and a clock reading
+		// per round for it would be wasted).
 	case emptyRead && !hot:
 		gap = tcpPollGap // a read found nothing
 	case emptyLook || emptyRead:
@@ -122,7 +114,7 @@ func (l *tcpLink) round() (n int, emptyHot, idle bool) {
 	} else if l.nextLook.Load() != 0 {
 		l.nextLook.Store(0)
 	}
-	return n + got, emptyHot, false
+	return n + got, emptyHot, idle
 }
 
 // tcpHotPause is how long a caller's poll round waits, spinning without a

@@ -6,8 +6,9 @@ import (
 )
 
 // lookSet lets a caller's poll round look at all of a context's idle links
-// with one system call (Linux: an epoll set, level-triggered, that holds every
-// link served by the poller, each by its slot in tab). A link that received a
+// with one system call (Linux: an epoll set, level-triggered, that holds the
+// sockets of the idle links the poller serves, each named by its link's slot in
+// tab; a link's socket joins it when the link turns idle). A link that received a
 // moment ago is read by every round, but one idle for a while is only looked
 // at, and a look per idle link per round made a rank's connections to quiet
 // peers lengthen every round that waits for the busy one: with tens of peers,

@@ -20,25 +20,9 @@ func idleLinks(t testing.TB, p *verbstest.Pair, n int) (as, bs []*qp) {
 	t.Helper()
 	ba := p.A.Reg(t, 64, verbs.AccessLocalWrite, 1)
 	bb := p.B.Reg(t, 64, verbs.AccessLocalWrite, 2)
-	attr := func(s *verbstest.Side) verbs.QPAttr {
-		return verbs.QPAttr{SendCQ: s.CQ, RecvCQ: s.CQ, MaxSendWR: 16, MaxRecvWR: 16, MaxSGE: 1}
-	}
 	for i := 0; i < n; i++ {
-		qa, err := p.A.PD.CreateQP(attr(p.A))
-		if err != nil {
-			t.Fatal(err)
-		}
-		qb, err := p.B.PD.CreateQP(attr(p.B))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := qa.Connect(qb.Address()); err != nil {
-			t.Fatal(err)
-		}
-		if err := qb.Connect(qa.Address()); err != nil {
-			t.Fatal(err)
-		}
-		as, bs = append(as, qa.(*qp)), append(bs, qb.(*qp))
+		qa, qb := joinQPs(t, p.A, p.B)
+		as, bs = append(as, qa), append(bs, qb)
 		for _, x := range []struct {
 			from, to verbs.QP
 			fb, tb   *verbstest.Buffer

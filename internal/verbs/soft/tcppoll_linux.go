@@ -315,8 +315,8 @@ func (p *tcpPoller) sync() bool {
 	return false
 }
 
-// unwatchAll takes every link's socket out of the poller's set while it naps:
-// the callers read them meanwhile, and an epoll watch costs every segment that
+// unwatchAll takes every link's socket out of the poller's set once callers
+// have polled through a whole nap (run): they read the sockets meanwhile, and an epoll watch costs every segment that
 // arrives a callback in the kernel's delivery (an 8-byte ping-pong over
 // loopback was 1-5 % slower with one watch more: four alternated runs). tend
 // watches them again before the poller next waits in the kernel, and a socket

@@ -95,20 +95,7 @@ func TestTCPOnePollerPerContext(t *testing.T) {
 	t.Setenv(EnvPath, "tcp")
 	p := verbstest.NewPair(t, softEnv)
 	for i := 0; i < 3; i++ {
-		qa, err := p.A.PD.CreateQP(verbs.QPAttr{SendCQ: p.A.CQ, RecvCQ: p.A.CQ})
-		if err != nil {
-			t.Fatal(err)
-		}
-		qb, err := p.B.PD.CreateQP(verbs.QPAttr{SendCQ: p.B.CQ, RecvCQ: p.B.CQ})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := qa.Connect(qb.Address()); err != nil {
-			t.Fatal(err)
-		}
-		if err := qb.Connect(qa.Address()); err != nil {
-			t.Fatal(err)
-		}
+		joinQPs(t, p.A, p.B)
 	}
 	// A message each way on the first pair: both contexts' links run.
 	tcpPingPong(t, p, 1)
