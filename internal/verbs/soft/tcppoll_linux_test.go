@@ -510,7 +510,9 @@ func TestTCPPollerKeepsWatchingThroughKicks(t *testing.T) {
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
-	if n := c.tcp.watchChanges.Load() - changes; n > 10 {
-		t.Fatalf("100 kicks while callers poll: the poller changed its set %d times, want at most 10", n)
+	// (Naps that callers poll through, under load some dozen in the test,
+	// unwatch and watch the link again: 2 each. Every kick did before.)
+	if n := c.tcp.watchChanges.Load() - changes; n > 50 {
+		t.Fatalf("100 kicks while callers poll: the poller changed its set %d times, want at most 50 (not 2 per kick)", n)
 	}
 }
