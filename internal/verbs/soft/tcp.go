@@ -62,6 +62,11 @@ const (
 
 const frameLen = 48
 
+// smallWrite is the largest write that is gathered into one buffer on the stack
+// and sent with one send(2): by writev, and by sendNow for a small message (a
+// frame header and a small inline payload fit).
+const smallWrite = 512
+
 // frame is a frame header. token matches a response to its request.
 type frame struct {
 	kind, flags uint8
@@ -193,6 +198,9 @@ type tcpLink struct {
 	// Socket calls: reads, reads that found nothing, vectored writes, looks at
 	// the socket's readiness (caller's poll rounds).
 	nReads, nEmpty, nWrites, nLooks atomic.Uint64
+	// nSendRest counts the messages sendNow left partly or wholly to the
+	// queue: the socket had no room for all of the frame.
+	nSendRest atomic.Uint64
 
 	// viaPoller: the context's poller reads the socket (set before the link
 	// runs). txWait: frames wait for room in the socket. ackDue: when an answer

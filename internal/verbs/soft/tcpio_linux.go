@@ -60,9 +60,23 @@ func writev(fd int, iov [][]byte) (int, error) {
 	return 0, e
 }
 
-// smallWrite is the largest write that writev gathers into one buffer and
-// sends with send(2) (a frame header and a small inline payload fit).
-const smallWrite = 512
+// sendFD writes b with one send(2) (non-blocking socket, no SIGPIPE), without
+// the runtime's system call hooks (see writev).
+func sendFD(fd int, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	r, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
+		unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, 0, 0)
+	runtime.KeepAlive(b)
+	switch e {
+	case 0:
+		return int(r), nil
+	case unix.EINTR:
+		return 0, nil
+	}
+	return 0, e
+}
 
 // readFD reads from the socket fd (non-blocking) with recvfrom(2), without the
 // runtime's system call hooks (see writev).

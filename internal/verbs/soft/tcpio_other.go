@@ -14,6 +14,9 @@ func writev(fd int, iov [][]byte) (int, error) {
 	return 0, nil
 }
 
+// sendFD writes b.
+func sendFD(fd int, b []byte) (int, error) { return syscall.Write(fd, b) }
+
 // dupFD is not used here (no poller serves a link).
 func dupFD(fd int) (int, error) { return -1, syscall.ENOSYS }
 

@@ -172,6 +172,41 @@ func (l *tcpLink) applyLeft() {
 	l.rx.holds = l.rx.holds[:0]
 }
 
+// sendNow writes the message b in one frame at once, with one system call and
+// no queue (txMu held, nothing queued before it; it unlocks txMu): the common
+// case of a small message, whose trip through the queue (an item, two more
+// locks, a gather of the frame's parts) cost a good part of an 8-byte put's
+// send. What the socket does not take is queued as usual and waits for room.
+func (l *tcpLink) sendNow(b []byte) {
+	var buf [smallWrite]byte
+	f := frame{kind: frSend, n: uint32(len(b))}
+	f.put(buf[:frameLen])
+	m := frameLen + copy(buf[frameLen:], b)
+	raceRelease()
+	n, err := sendFD(l.fd, buf[:m])
+	l.nWrites.Add(1)
+	switch {
+	case err == nil && n == m:
+		l.txMu.Unlock()
+		return
+	case err != nil && err != syscall.EAGAIN:
+		l.txMu.Unlock()
+		go l.broken(err)
+		return
+	}
+	// The rest of the frame waits for room, as flushTx would leave it.
+	l.nSendRest.Add(1)
+	it := l.itemLocked()
+	copy(it.hdr[:], buf[:frameLen])
+	it.inl = append(it.inl[:0], b...)
+	it.part[0] = it.inl
+	it.parts = it.part[:1]
+	l.out = append(l.out, it)
+	l.outOff = n
+	l.txMu.Unlock()
+	l.flushTx()
+}
+
 // sendMessage is SendMessage on a TCP link (q.mu held).
 func (l *tcpLink) sendMessage(b []byte) error {
 	if len(b) > maxInline || l.failed.Load() || l.txWait.Load() {
@@ -182,6 +217,13 @@ func (l *tcpLink) sendMessage(b []byte) error {
 	l.pmu.Unlock()
 	if held {
 		return verbs.ErrNoResources // it would overtake frames behind a fence
+	}
+	if len(b) <= smallWrite-frameLen && l.txMu.TryLock() {
+		if len(l.out) == 0 && l.conn != nil && !l.failed.Load() && !l.txWait.Load() {
+			l.sendNow(b) // (unlocks txMu)
+			return nil
+		}
+		l.txMu.Unlock()
 	}
 	it := l.item()
 	it.inl = append(it.inl[:0], b...)

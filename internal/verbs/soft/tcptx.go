@@ -149,6 +149,13 @@ func tcpClock() int64 { return int64(time.Since(tcpEpoch)) }
 // item returns a reusable frame item (an answer, or a READ's data).
 func (l *tcpLink) item() *outItem {
 	l.txMu.Lock()
+	it := l.itemLocked()
+	l.txMu.Unlock()
+	return it
+}
+
+// itemLocked is item with txMu held.
+func (l *tcpLink) itemLocked() *outItem {
 	var it *outItem
 	if len(l.free) == 0 {
 		// A burst (a window of requests, each answered) empties the list:
@@ -162,7 +169,6 @@ func (l *tcpLink) item() *outItem {
 	n := len(l.free)
 	it = l.free[n-1]
 	l.free = l.free[:n-1]
-	l.txMu.Unlock()
 	return it
 }
 
