@@ -44,6 +44,9 @@ func TestTCPLinkCongestionControlSystem(t *testing.T) {
 		t.Skipf("the kernel's default is not readable: %v", err)
 	}
 	want := strings.TrimSpace(string(b))
+	if want == defaultTCPCC {
+		t.Skipf("the kernel's default is %s, the links' own: the test cannot tell them apart here", want)
+	}
 	t.Setenv(EnvPath, "tcp")
 	t.Setenv(EnvTCPCC, "system")
 	p := verbstest.NewPair(t, softEnv)
