@@ -63,8 +63,8 @@ const (
 const frameLen = 48
 
 // smallWrite is the largest write that is gathered into one buffer on the stack
-// and sent with one send(2): by writev, and by sendNow for a small message (a
-// frame header and a small inline payload fit).
+// and sent with one send(2): by sendNow for a small message, and by writev on
+// Linux (a frame header and a small inline payload fit).
 const smallWrite = 512
 
 // frame is a frame header. token matches a response to its request.
@@ -195,8 +195,9 @@ type tcpLink struct {
 	pfree   []*tcpPending // records for reuse
 	held    []*outItem    // frames behind a fence, waiting for reads to finish
 
-	// Socket calls: reads, reads that found nothing, vectored writes, looks at
-	// the socket's readiness (caller's poll rounds).
+	// Socket calls: reads, reads that found nothing, writes (vectored, or a
+	// small message's send), looks at the socket's readiness (caller's poll
+	// rounds).
 	nReads, nEmpty, nWrites, nLooks atomic.Uint64
 	// nSendRest counts the messages sendNow left partly or wholly to the
 	// queue: the socket had no room for all of the frame.

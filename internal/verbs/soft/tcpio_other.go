@@ -8,14 +8,24 @@ import "syscall"
 func writev(fd int, iov [][]byte) (int, error) {
 	for _, b := range iov {
 		if len(b) > 0 {
-			return syscall.Write(fd, b)
+			return sendFD(fd, b)
 		}
 	}
 	return 0, nil
 }
 
-// sendFD writes b.
-func sendFD(fd int, b []byte) (int, error) { return syscall.Write(fd, b) }
+// sendFD writes b (non-blocking socket). As on Linux, a failed write returns
+// 0 bytes (write(2) returns -1 here), and an interrupted one no error.
+func sendFD(fd int, b []byte) (int, error) {
+	n, err := syscall.Write(fd, b)
+	switch {
+	case err == syscall.EINTR:
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	return n, nil
+}
 
 // dupFD is not used here (no poller serves a link).
 func dupFD(fd int) (int, error) { return -1, syscall.ENOSYS }

@@ -183,7 +183,7 @@ func (l *tcpLink) sendNow(b []byte) {
 	f.put(buf[:frameLen])
 	m := frameLen + copy(buf[frameLen:], b)
 	raceRelease()
-	n, err := sendFD(l.fd, buf[:m])
+	n, err := sendNowFD(l.fd, buf[:m])
 	l.nWrites.Add(1)
 	switch {
 	case err == nil && n == m:
@@ -206,6 +206,10 @@ func (l *tcpLink) sendNow(b []byte) {
 	l.txMu.Unlock()
 	l.flushTx()
 }
+
+// sendNowFD is sendNow's write (a variable for the tests, which cut frames
+// where they choose).
+var sendNowFD = sendFD
 
 // sendMessage is SendMessage on a TCP link (q.mu held).
 func (l *tcpLink) sendMessage(b []byte) error {
