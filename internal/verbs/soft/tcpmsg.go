@@ -183,7 +183,14 @@ func (l *tcpLink) sendNow(b []byte) {
 	f.put(buf[:frameLen])
 	m := frameLen + copy(buf[frameLen:], b)
 	raceRelease()
-	n, err := sendNowFD(l.fd, buf[:m])
+	k := m
+	if testSendCut != nil {
+		k = min(max(testSendCut(m), 0), m)
+	}
+	n, err := 0, error(syscall.EAGAIN)
+	if k > 0 {
+		n, err = sendFD(l.fd, buf[:k])
+	}
 	l.nWrites.Add(1)
 	switch {
 	case err == nil && n == m:
@@ -207,9 +214,11 @@ func (l *tcpLink) sendNow(b []byte) {
 	l.flushTx()
 }
 
-// sendNowFD is sendNow's write (a variable for the tests, which cut frames
-// where they choose).
-var sendNowFD = sendFD
+// testSendCut, set by a test, says how many bytes of a frame of m sendNow may
+// write (0: as if the socket were full). (Not a write function the test could
+// replace: the frame's buffer would escape to the heap, an allocation per
+// message.)
+var testSendCut func(m int) int
 
 // sendMessage is SendMessage on a TCP link (q.mu held).
 func (l *tcpLink) sendMessage(b []byte) error {
