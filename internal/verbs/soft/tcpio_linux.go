@@ -23,41 +23,31 @@ func writev(fd int, iov [][]byte) (int, error) {
 	if total == 0 {
 		return 0, nil
 	}
-	var r uintptr
-	var e unix.Errno
 	if total <= smallWrite {
 		var small [smallWrite]byte
 		n := 0
 		for _, b := range iov {
 			n += copy(small[n:], b)
 		}
-		r, _, e = unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&small[0])), uintptr(n),
-			unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, 0, 0)
-	} else {
-		var vecs [64]unix.Iovec
-		k := 0
-		for _, b := range iov {
-			if k == len(vecs) {
-				break
-			}
-			if len(b) > 0 {
-				vecs[k].Base = &b[0]
-				vecs[k].SetLen(len(b))
-				k++
-			}
+		return sendFD(fd, small[:n])
+	}
+	var vecs [64]unix.Iovec
+	k := 0
+	for _, b := range iov {
+		if k == len(vecs) {
+			break
 		}
-		msg := unix.Msghdr{Iov: &vecs[0]}
-		msg.SetIovlen(k)
-		r, _, e = unix.RawSyscall(unix.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
+		if len(b) > 0 {
+			vecs[k].Base = &b[0]
+			vecs[k].SetLen(len(b))
+			k++
+		}
 	}
+	msg := unix.Msghdr{Iov: &vecs[0]}
+	msg.SetIovlen(k)
+	r, _, e := unix.RawSyscall(unix.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
 	runtime.KeepAlive(iov)
-	switch e {
-	case 0:
-		return int(r), nil
-	case unix.EINTR:
-		return 0, nil
-	}
-	return 0, e
+	return sent(r, e)
 }
 
 // sendFD writes b with one send(2) (non-blocking socket, no SIGPIPE), without
@@ -69,6 +59,12 @@ func sendFD(fd int, b []byte) (int, error) {
 	r, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
 		unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, 0, 0)
 	runtime.KeepAlive(b)
+	return sent(r, e)
+}
+
+// sent turns a write's raw result into its bytes and error: 0 bytes on any
+// error, and none for an interrupted call (the caller writes again).
+func sent(r uintptr, e unix.Errno) (int, error) {
 	switch e {
 	case 0:
 		return int(r), nil

@@ -7,74 +7,88 @@ import (
 	"time"
 
 	"github.com/goportals/goportals/internal/verbs"
+	"github.com/goportals/goportals/internal/verbs/verbstest"
 	"golang.org/x/sys/unix"
 )
+
+// msgStream sends numbered messages of 4 to 64 bytes over a TCP message pair
+// and checks that the receiver gets them whole and in order.
+type msgStream struct {
+	t         *testing.T
+	p         *verbstest.Pair
+	ms        verbs.MessageSender
+	mc        verbs.MessageCQ
+	buf       []byte
+	sent, got int
+}
+
+func newMsgStream(t *testing.T) *msgStream {
+	p := tcpMsgPair(t, 64)
+	return &msgStream{t: t, p: p, ms: p.A.QP.(verbs.MessageSender), mc: p.B.CQ.(verbs.MessageCQ), buf: make([]byte, 64)}
+}
+
+// send sends the next message; false: refused (ErrNoResources).
+func (s *msgStream) send() bool {
+	b := s.buf[:4+(s.sent*13)%61]
+	numbered(b, s.sent)
+	if err := s.ms.SendMessage(b); err != nil {
+		if !errors.Is(err, verbs.ErrNoResources) {
+			s.t.Fatalf("SendMessage %d: %v", s.sent, err)
+		}
+		return false
+	}
+	s.sent++
+	return true
+}
+
+// run sends until total went out, polling both sides, and fails the test
+// unless the receiver got all of them within 20 s.
+func (s *msgStream) run(total int) {
+	s.t.Helper()
+	var wc [8]verbs.WorkCompletion
+	h := func(_ uint64, b []byte) bool {
+		checkNumbered(s.t, b, s.got)
+		s.got++
+		return true
+	}
+	for deadline := time.Now().Add(20 * time.Second); (s.sent < total || s.got < total) && time.Now().Before(deadline); {
+		if s.sent < total {
+			s.send()
+		}
+		s.p.A.CQ.Poll(wc[:])
+		s.mc.PollMessages(h, 64)
+	}
+	if s.got != total {
+		s.t.Fatalf("%d of %d messages arrived", s.got, total)
+	}
+}
 
 // TestTCPSendMessageWaitsForRoom: small messages that SendMessage writes at
 // once (sendNow) into a socket that fills: the frame the socket does not take
 // (Linux takes a small write whole or not at all; see
-// TestTCPSendMessageCutFrames for frames cut short) waits in the queue for room, later messages are refused
-// (ErrNoResources) until it went out, and the receiver gets every message whole
-// and in order once it reads again.
+// TestTCPSendMessageCutFrames for frames cut short) waits in the queue for
+// room, later messages are refused (ErrNoResources) until it went out, and the
+// receiver gets every message whole and in order once it reads again.
 func TestTCPSendMessageWaitsForRoom(t *testing.T) {
-	const maxLen = 64
-	p := tcpMsgPair(t, maxLen)
-	ms := p.A.QP.(verbs.MessageSender)
-	mc := p.B.CQ.(verbs.MessageCQ)
-	al := p.A.QP.(*qp).link
+	s := newMsgStream(t)
+	al := s.p.A.QP.(*qp).link
 	// A small send buffer: the socket fills after a few frames.
 	if err := unix.SetsockoptInt(al.fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4096); err != nil {
 		t.Fatal(err)
 	}
-	got := 0
-	h := func(_ uint64, b []byte) bool {
-		checkNumbered(t, b, got)
-		got++
-		return true
-	}
-	var wc [8]verbs.WorkCompletion
-	buf := make([]byte, maxLen)
-	sent, refused := 0, 0
 	// The receiver does not read: send until the socket refuses.
-	for ; refused == 0 && sent < 1_000_000; sent++ {
-		b := buf[:4+(sent*13)%(maxLen-3)]
-		numbered(b, sent)
-		if err := ms.SendMessage(b); err != nil {
-			if !errors.Is(err, verbs.ErrNoResources) {
-				t.Fatalf("SendMessage %d: %v", sent, err)
-			}
-			refused++
-			break
+	for s.send() {
+		if s.sent == 1_000_000 {
+			t.Fatalf("%d messages and the socket never filled", s.sent)
 		}
 	}
-	if refused == 0 {
-		t.Fatalf("%d messages and the socket never filled", sent)
-	}
 	if al.nSendRest.Load() == 0 {
-		t.Fatalf("the socket filled (%d messages) and no frame was left to the queue", sent)
+		t.Fatalf("the socket filled (%d messages) and no frame was left to the queue", s.sent)
 	}
 	// Now the receiver reads; the rest of the messages go out as room comes.
 	// (Few: with so small a send buffer, room comes with the receiver's
 	// delayed ACKs.)
-	const more = 100
-	total := sent + more
-	deadline := time.Now().Add(20 * time.Second)
-	for (sent < total || got < total) && time.Now().Before(deadline) {
-		if sent < total {
-			b := buf[:4+(sent*13)%(maxLen-3)]
-			numbered(b, sent)
-			if err := ms.SendMessage(b); err == nil {
-				sent++
-			} else if !errors.Is(err, verbs.ErrNoResources) {
-				t.Fatalf("SendMessage %d: %v", sent, err)
-			}
-		}
-		p.A.CQ.Poll(wc[:])
-		mc.PollMessages(h, 64)
-	}
-	if got != total {
-		t.Fatalf("%d of %d messages arrived", got, total)
-	}
+	s.run(s.sent + 100)
 }
 
 // cutSends makes sendNow's writes take only part of each frame, or none of it,
@@ -95,7 +109,6 @@ func cutSends(t *testing.T, cut func(i, m int) int) {
 // the header, or in the payload) or none of go on from where the write
 // stopped: the receiver gets every message whole and in order.
 func TestTCPSendMessageCutFrames(t *testing.T) {
-	const maxLen = 64
 	inHeader, inPayload, none := 0, 0, 0
 	cutSends(t, func(i, m int) int {
 		k := (i * 7) % (m + 1)
@@ -109,35 +122,7 @@ func TestTCPSendMessageCutFrames(t *testing.T) {
 		}
 		return k
 	})
-	p := tcpMsgPair(t, maxLen)
-	ms := p.A.QP.(verbs.MessageSender)
-	mc := p.B.CQ.(verbs.MessageCQ)
-	got := 0
-	h := func(_ uint64, b []byte) bool {
-		checkNumbered(t, b, got)
-		got++
-		return true
-	}
-	var wc [8]verbs.WorkCompletion
-	buf := make([]byte, maxLen)
-	const n = 2000
-	deadline := time.Now().Add(20 * time.Second)
-	for sent := 0; (sent < n || got < n) && time.Now().Before(deadline); {
-		if sent < n {
-			b := buf[:4+(sent*13)%(maxLen-3)]
-			numbered(b, sent)
-			if err := ms.SendMessage(b); err == nil {
-				sent++
-			} else if !errors.Is(err, verbs.ErrNoResources) {
-				t.Fatalf("SendMessage %d: %v", sent, err)
-			}
-		}
-		p.A.CQ.Poll(wc[:])
-		mc.PollMessages(h, 64)
-	}
-	if got != n {
-		t.Fatalf("%d of %d messages arrived", got, n)
-	}
+	newMsgStream(t).run(2000)
 	if inHeader == 0 || inPayload == 0 || none == 0 {
 		t.Fatalf("cuts: %d in a header, %d in a payload, %d before the frame", inHeader, inPayload, none)
 	}
@@ -155,15 +140,11 @@ func TestTCPSendMessageLastFrameGoesOn(t *testing.T) {
 				}
 				return m
 			})
-			p := tcpMsgPair(t, 64)
-			ms := p.A.QP.(verbs.MessageSender)
-			mc := p.B.CQ.(verbs.MessageCQ)
-			msg := make([]byte, 16)
-			numbered(msg, 0)
-			if err := ms.SendMessage(msg); err != nil {
-				t.Fatal(err)
+			s := newMsgStream(t)
+			if !s.send() {
+				t.Fatal("SendMessage refused the first message")
 			}
-			if n := p.A.QP.(*qp).link.nSendRest.Load(); n != 1 {
+			if n := s.p.A.QP.(*qp).link.nSendRest.Load(); n != 1 {
 				t.Fatalf("%d frames left to the queue, want 1", n)
 			}
 			got := 0
@@ -175,7 +156,7 @@ func TestTCPSendMessageLastFrameGoesOn(t *testing.T) {
 			// Only the receiver polls: the sender's link must not wait for
 			// another call of its own.
 			for deadline := time.Now().Add(10 * time.Second); got == 0 && time.Now().Before(deadline); {
-				mc.PollMessages(h, 8)
+				s.mc.PollMessages(h, 8)
 			}
 			if got != 1 {
 				t.Fatal("the message did not arrive")
