@@ -154,6 +154,9 @@ type rxState struct {
 	// links until PollMessages took them. failLater: broken's report of the
 	// failure waits for that too (tcpmsg.go).
 	kept, failLater bool
+	// lost: a read met an error or the end of the stream (lost): the socket
+	// is neither read nor watched again.
+	lost bool
 }
 
 // What follows a received payload.

@@ -336,7 +336,7 @@ func (p *tcpPoller) interest(l *tcpLink, id int32, want uint32) {
 	}
 	l.rxMu.Lock()
 	defer l.rxMu.Unlock()
-	if l.failed.Load() {
+	if l.failed.Load() || l.rx.lost {
 		return
 	}
 	var err error

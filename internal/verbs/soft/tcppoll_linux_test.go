@@ -387,7 +387,7 @@ func TestTCPPollerLeavesGoNetpollerWhileNapping(t *testing.T) {
 
 // epollFDsHolding counts this process's epoll descriptors whose targets
 // include the inode named by want (" ino:%x "), from /proc/self/fdinfo, but
-// for c's look set (tcplookset.go), which holds every link for good.
+// for c's look set (tcplookset.go), which holds the idle links.
 func epollFDsHolding(c *Context, want string) int {
 	fds, _ := os.ReadDir("/proc/self/fdinfo")
 	n := 0

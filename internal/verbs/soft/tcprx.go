@@ -19,7 +19,7 @@ func (l *tcpLink) pollRx() int {
 		return 0
 	}
 	defer l.rxMu.Unlock()
-	if l.failed.Load() {
+	if l.failed.Load() || l.rx.lost {
 		return 0
 	}
 	if l.rbLeft.Load() {
@@ -44,14 +44,29 @@ func (l *tcpLink) pollRx() int {
 	}
 }
 
-// lost fails the link after a socket error (rxMu held).
+// lost fails the link after a socket error, or the end of the stream (rxMu
+// held). The socket is not read again, nor watched: until broken marks the link
+// failed, the rounds and the poller would meet the same end at every look, each
+// time starting another broken.
 func (l *tcpLink) lost(err error) {
+	if l.rx.lost {
+		return
+	}
+	l.rx.lost = true
 	if l.viaPoller {
 		l.q.ctx.unwatch(l) // the socket stays readable (EOF) until it closes
 	}
 	// broken takes the queue pair's lock, and shut rxMu: not from here.
-	go l.broken(err)
+	go func() {
+		if h := testLostHook.Load(); h != nil {
+			(*h)()
+		}
+		l.broken(err)
+	}()
 }
+
+// testLostHook, set by a test, runs before broken in the goroutine lost starts.
+var testLostHook atomic.Pointer[func()]
 
 // receive reads what the socket holds and serves the complete frames (rxMu
 // held). drained says the last read found the socket empty (or took less than
