@@ -154,9 +154,6 @@ type rxState struct {
 	// links until PollMessages took them. failLater: broken's report of the
 	// failure waits for that too (tcpmsg.go).
 	kept, failLater bool
-	// lost: a read met an error or the end of the stream (lost): the socket
-	// is neither read nor watched again.
-	lost bool
 }
 
 // What follows a received payload.
@@ -228,7 +225,12 @@ type tcpLink struct {
 	// (for the tests).
 	setReads atomic.Uint64
 
-	failed  atomic.Bool
+	failed atomic.Bool
+	// ended: the link was found lost (lost: a read met an error or the end
+	// of the stream, a frame broke the protocol, or the poller's set refused
+	// the socket). Until broken marks it failed, its socket is neither read
+	// nor looked at nor watched again. Set under rxMu.
+	ended   atomic.Bool
 	dead    atomic.Bool // a completion already reported the peer's loss
 	stalled atomic.Bool // an incoming SEND waits for a posted receive
 	msgHeld atomic.Bool // a message waits for PollMessages in rb (tcpmsg.go)

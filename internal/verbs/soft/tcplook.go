@@ -23,6 +23,9 @@ func (l *tcpLink) round() (n int, emptyHot, idle bool) {
 		}
 		return n + l.pollRx(), false, false
 	}
+	if l.ended.Load() {
+		return 0, false, false // (broken is on its way)
+	}
 	var now int64
 	if next := l.nextLook.Load(); next != 0 {
 		if now = tcpClock(); now < next {

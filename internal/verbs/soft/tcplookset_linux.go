@@ -44,7 +44,7 @@ func (c *Context) setArm(l *tcpLink) bool {
 	}
 	// (shut sets failed before setRemove, which waits for mu, closes the
 	// socket: a link not failed here keeps its descriptor until mu is free.)
-	if l.failed.Load() || !s.live.Load() {
+	if l.failed.Load() || l.ended.Load() || !s.live.Load() {
 		return false
 	}
 	if testArmFails || unix.EpollCtl(s.ep, unix.EPOLL_CTL_ADD, l.fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: l.slot}) != nil {
@@ -139,7 +139,7 @@ func (c *Context) lookIdle() int {
 			// and one whose gap runs (a large frame trickling in) waits
 			// for it; a held message, or a SEND that waits for a receive,
 			// leaves data behind it that the link's own rounds take up.
-			if l == nil || l.failed.Load() || l.msgHeld.Load() || l.stalled.Load() || l.quiet.Load() <= tcpHotLooks {
+			if l == nil || l.failed.Load() || l.ended.Load() || l.msgHeld.Load() || l.stalled.Load() || l.quiet.Load() <= tcpHotLooks {
 				continue
 			}
 			if next := l.nextLook.Load(); next != 0 {

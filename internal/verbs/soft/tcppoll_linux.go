@@ -336,7 +336,7 @@ func (p *tcpPoller) interest(l *tcpLink, id int32, want uint32) {
 	}
 	l.rxMu.Lock()
 	defer l.rxMu.Unlock()
-	if l.failed.Load() || l.rx.lost {
+	if l.failed.Load() || l.ended.Load() {
 		return
 	}
 	var err error

@@ -19,7 +19,7 @@ func (l *tcpLink) pollRx() int {
 		return 0
 	}
 	defer l.rxMu.Unlock()
-	if l.failed.Load() || l.rx.lost {
+	if l.failed.Load() || l.ended.Load() {
 		return 0
 	}
 	if l.rbLeft.Load() {
@@ -44,29 +44,28 @@ func (l *tcpLink) pollRx() int {
 	}
 }
 
-// lost fails the link after a socket error, or the end of the stream (rxMu
-// held). The socket is not read again, nor watched: until broken marks the link
-// failed, the rounds and the poller would meet the same end at every look, each
-// time starting another broken.
+// lost fails the link after a socket error, the end of the stream, a frame
+// that broke the protocol, or a refusal of the poller's set (rxMu held). The
+// link ends: its socket is not read, looked at or watched again (ended), else,
+// until broken marks it failed, the rounds and the poller would meet the same
+// end at every look, each time starting another broken.
 func (l *tcpLink) lost(err error) {
-	if l.rx.lost {
-		return
-	}
-	l.rx.lost = true
+	l.ended.Store(true) // (once: nothing reads or watches an ended link)
 	if l.viaPoller {
+		l.q.ctx.setDisarm(l)
 		l.q.ctx.unwatch(l) // the socket stays readable (EOF) until it closes
 	}
 	// broken takes the queue pair's lock, and shut rxMu: not from here.
 	go func() {
 		if h := testLostHook.Load(); h != nil {
-			(*h)()
+			(*h)(l)
 		}
 		l.broken(err)
 	}()
 }
 
 // testLostHook, set by a test, runs before broken in the goroutine lost starts.
-var testLostHook atomic.Pointer[func()]
+var testLostHook atomic.Pointer[func(*tcpLink)]
 
 // receive reads what the socket holds and serves the complete frames (rxMu
 // held). drained says the last read found the socket empty (or took less than
