@@ -168,6 +168,11 @@ func (q *cq) Poll(wc []verbs.WorkCompletion) (int, error) {
 	return q.pop(wc), nil
 }
 
+// countRounds, set by the package's tests, makes pollLinksAfter count the
+// context's rounds over its links (tcpState.rounds), whoever runs them: the
+// callers, and the context's progress goroutine between its naps.
+var countRounds atomic.Bool
+
 // countProgLocks, set by the package's tests, makes the polls count in progLocks
 // the times they try the context's progress lock.
 var countProgLocks bool
@@ -209,6 +214,9 @@ func (c *Context) pollLinks() int { return c.pollLinksAfter(0) }
 // pollLinksAfter is pollLinks in a round that handled done events before it:
 // the round pauses (see tcpHotPause) only when it handled none at all.
 func (c *Context) pollLinksAfter(done int) int {
+	if countRounds.Load() {
+		c.tcp.rounds.Add(1)
+	}
 	n, emptyHot, idle := 0, false, false
 	if ls := c.links.Load(); ls != nil {
 		for _, l := range *ls {

@@ -85,6 +85,8 @@ type tcpState struct {
 	set lookSet
 	// watchChanges counts the poller's changes to its set (for the tests).
 	watchChanges atomic.Uint64
+	// rounds counts the rounds over the links while countRounds is set.
+	rounds atomic.Uint64
 }
 
 type earlyConn struct {
