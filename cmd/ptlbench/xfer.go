@@ -214,7 +214,7 @@ func runRank(ctx context.Context, cfg config, x *xferTest) (err error) {
 	}
 	sizes, _ := x.sizes()
 	out := newResults(cfg.out, x, b.rank == 0, b.ni.Path)
-	for _, size := range sizes {
+	for i, size := range sizes {
 		warmup, iters := x.iterations(size)
 		if err := b.link(); err != nil {
 			return err
@@ -227,6 +227,11 @@ func runRank(ctx context.Context, cfg config, x *xferTest) (err error) {
 		}
 		if err := progressBarrier(ctx, b); err != nil {
 			return err
+		}
+		if i == 0 && b.active() {
+			if err := b.open(ctx); err != nil {
+				return fmt.Errorf("%s: opening the connection: %w", x.name, err)
+			}
 		}
 		if b.active() {
 			spinWarm(xferOpts.warm)
@@ -295,9 +300,10 @@ func spinWarm(d time.Duration) {
 
 // benchEvent, set only by the package's tests, hears a rank's steps around its
 // warm spin: "sleep" (a bootstrap barrier or fence: the rank may have left its
-// core), "spin" (spinWarm) and "go" (the iterations of a size begin after a set-up
-// of the measurement's own), so a test can see that nothing sleeps between the
-// spin and the iterations.
+// core), "spin" (spinWarm), "go" (the iterations of a size begin after a set-up
+// of the measurement's own) and "op" (the rank's first operation toward its
+// peer, which opens the connection), so a test can see that nothing sleeps
+// between the spin and the iterations.
 var benchEvent func(step string)
 
 func benchStep(step string) {
