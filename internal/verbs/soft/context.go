@@ -53,9 +53,18 @@ type Context struct {
 	life sync.RWMutex
 	// kickCh ends the progress goroutine's nap early (a caller is about to block).
 	kickCh chan struct{}
-	closed atomic.Bool
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	// peersCh wakes the progress goroutine when a queue pair joins the active
+	// set, and wakeCh when this process posts to a queue pair joined to this
+	// context itself: while no other context can wake it through the futex
+	// word, the goroutine sleeps parked in Go's scheduler (see run).
+	peersCh chan struct{}
+	wakeCh  chan struct{}
+	// sleepFor is how long the progress goroutine sleeps at most
+	// (sleepTimeout; a test may lengthen it).
+	sleepFor atomic.Int64
+	closed   atomic.Bool
+	stop     chan struct{}
+	wg       sync.WaitGroup
 
 	tcp   tcpState                   // the TCP path to other nodes
 	links atomic.Pointer[[]*tcpLink] // its running links, copy on write
@@ -83,7 +92,9 @@ func openPinned(want string) (*Context, error) {
 	}
 	c := &Context{seg: seg, view: segView{seg.mem}, nonce: rand.Uint64() | 1, pid: os.Getpid(),
 		qps: map[*qp]struct{}{}, cqs: map[*cq]struct{}{}, pds: map[*pd]struct{}{},
-		stop: make(chan struct{}), kickCh: make(chan struct{}, 1)}
+		stop: make(chan struct{}), kickCh: make(chan struct{}, 1),
+		peersCh: make(chan struct{}, 1), wakeCh: make(chan struct{}, 1)}
+	c.sleepFor.Store(int64(sleepTimeout))
 	c.genStep = (rand.Uint32() | 1) & genMask
 	c.freeMR = make([]uint32, 0, maxMR)
 	for i := range c.mrGen {
@@ -267,7 +278,9 @@ func (c *Context) kick() {
 
 // Progress goroutine tuning. While the application polls (its poll count moves), the
 // goroutine stays off the CPU; otherwise it spins for idleSpin empty rounds, then
-// sleeps on the segment's futex word, which a peer that posts to us clears and wakes.
+// sleeps on the segment's futex word, which a peer that posts to us clears and wakes
+// (parked in Go's scheduler instead while every queue pair it serves is joined to
+// this context itself: see ownPeersOnly).
 const (
 	idleSpin     = 256
 	sleepTimeout = 20 * time.Millisecond
@@ -277,6 +290,9 @@ const (
 func (c *Context) run() {
 	defer c.wg.Done()
 	w := c.view.sleepWord()
+	sleep := time.NewTimer(sleepTimeout)
+	sleep.Stop()
+	defer sleep.Stop()
 	lastCheck := time.Now()
 	idle := 0
 	for {
@@ -325,7 +341,31 @@ func (c *Context) run() {
 			idle = 0
 			continue
 		}
-		futexWait(w, 1, sleepTimeout)
+		if c.ownPeersOnly() {
+			// No queue pair here joins another context of this node (an NI's
+			// connection to its own process joins this one to itself, and TCP
+			// links are the poller's): only this process wakes us, through
+			// wakeCh (see wakePeer), so sleep parked in Go's scheduler. A
+			// goroutine blocked in futex(2) keeps its P until sysmon takes it
+			// back, and that sets sysmon waking every 20 µs for the next
+			// millisecond, then backing off over some 20 ms, each wake taking
+			// a core from the threads that spin (a rank polling its links).
+			// addActive wakes us (peersCh) when a queue pair joins.
+			sleep.Reset(time.Duration(c.sleepFor.Load()))
+			select {
+			case <-sleep.C:
+			case <-c.wakeCh:
+			case <-c.kickCh:
+			case <-c.peersCh:
+			case <-c.stop:
+				return
+			}
+			sleep.Stop()
+			atomic.StoreUint32(w, 0)
+			idle = idleSpin / 2
+			continue
+		}
+		futexWait(w, 1, time.Duration(c.sleepFor.Load()))
 		atomic.StoreUint32(w, 0)
 		idle = idleSpin / 2
 	}
@@ -359,6 +399,29 @@ func (c *Context) addActive(q *qp) {
 	n = append(n, q)
 	c.active.Store(&n)
 	c.mu.Unlock()
+	select { // (it may sleep parked, where a peer's futex wake misses it: see run)
+	case c.peersCh <- struct{}{}:
+	default:
+	}
+}
+
+// ownPeersOnly reports whether every active queue pair is joined to this
+// context itself, so that only this process posts to them.
+func (c *Context) ownPeersOnly() bool {
+	for _, q := range *c.active.Load() {
+		if !q.ownPeer.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// wakeOwn wakes the progress goroutine where it sleeps parked (see run).
+func (c *Context) wakeOwn() {
+	select {
+	case c.wakeCh <- struct{}{}:
+	default:
+	}
 }
 
 func (c *Context) removeActive(q *qp) {

@@ -45,6 +45,11 @@ type peerConn struct {
 	view  segView
 	ring  *shm
 	pd    uint32
+	// own is the context itself when the queue pair is joined to its own
+	// context (an NI's connection to its own process), whose progress
+	// goroutine may sleep parked, out of reach of the futex word (see
+	// Context.run); nil otherwise.
+	own *Context
 }
 
 // qp is a reliable-connected queue pair. Each direction is a ring in the sender's
@@ -55,6 +60,9 @@ type qp struct {
 	num      uint32
 	scq, rcq *cq
 	maxSGE   int
+	// ownPeer is set at Connect, before the queue pair joins the active set,
+	// when its peer is this context itself (peerConn.own).
+	ownPeer atomic.Bool
 
 	mu       sync.Mutex
 	state    atomic.Uint32
@@ -223,6 +231,10 @@ func (q *qp) Connect(remote verbs.Address) error {
 		return verbs.Errorf("connect", verbs.ErrUnreachable, fmt.Errorf("queue pair %d no longer exists", a.qpn))
 	}
 	q.peer = &peerConn{pid: int(a.pid), pidfd: pfd, seg: seg, view: view, ring: rs, pd: a.pd}
+	if own {
+		q.peer.own = q.ctx
+		q.ownPeer.Store(true)
+	}
 	q.in = in
 	in.prefault()
 	q.out.prefault()
@@ -516,6 +528,9 @@ func (q *qp) peerGone() {
 func wakePeer(p *peerConn) {
 	w := p.view.sleepWord()
 	if atomic.LoadUint32(w) == 1 && atomic.CompareAndSwapUint32(w, 1, 0) {
+		if p.own != nil {
+			p.own.wakeOwn() // (it may sleep parked: see Context.run)
+		}
 		futexWake(w)
 	}
 }

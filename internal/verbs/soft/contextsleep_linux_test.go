@@ -1,0 +1,192 @@
+package soft
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/goportals/goportals/internal/verbs"
+	"github.com/goportals/goportals/internal/verbs/verbstest"
+)
+
+// runState returns the state of the goroutine running c's progress loop
+// (Context.run) as the runtime's goroutine dump shows it ("syscall", "select",
+// "runnable", ...).
+func runState(c *Context) string {
+	buf := make([]byte, 1<<20)
+	for n := runtime.Stack(buf, true); n == len(buf); n = runtime.Stack(buf, true) {
+		buf = make([]byte, 2*len(buf))
+	}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if !strings.Contains(g, fmt.Sprintf("(*Context).run(%p", c)) {
+			continue
+		}
+		head, _, _ := strings.Cut(g, "\n")
+		_, st, ok := strings.Cut(head, "[")
+		if !ok {
+			return head
+		}
+		st, _, _ = strings.Cut(st, "]")
+		st, _, _ = strings.Cut(st, ",")
+		return st
+	}
+	return "(no progress goroutine)"
+}
+
+// sleepingState waits until c's progress goroutine is off the CPU, asleep
+// (neither running nor runnable in three dumps in a row), and returns the
+// state it sleeps in.
+func sleepingState(t *testing.T, c *Context) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	last, same := "", 0
+	for {
+		st := runState(c)
+		if st != "running" && st != "runnable" && st == last {
+			if same++; same == 3 {
+				return st
+			}
+		} else {
+			same = 0
+		}
+		last = st
+		if time.Now().After(deadline) {
+			t.Fatalf("the progress goroutine never slept: last state %q", last)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// waitParked waits until c's progress goroutine sleeps parked with its sleep
+// word set (three dumps in a row), as it does once idle with only its own
+// queue pairs: a nap (the application polled a moment ago) is parked too, but
+// with the word clear.
+func waitParked(t *testing.T, c *Context, round int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	last, same := "", 0
+	for same < 3 {
+		st := runState(c)
+		if st == "select" && atomic.LoadUint32(c.view.sleepWord()) == 1 {
+			same++
+		} else {
+			same = 0
+		}
+		last = st
+		if time.Now().After(deadline) {
+			t.Fatalf("round %d: the progress goroutine never slept parked with its word set: last state %q, word %d",
+				round, last, atomic.LoadUint32(c.view.sleepWord()))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// ownSide opens a context whose only queue pairs are joined to each other (as
+// an NI's connection to its own process joins its context to itself).
+func ownSide(t *testing.T) (*Context, *verbstest.Side, *qp, *qp) {
+	t.Helper()
+	c, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := c.CreateCQ(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &verbstest.Side{Ctx: c, PD: pd, CQ: cq}
+	a, b := joinQPs(t, s, s)
+	return c, s, a, b
+}
+
+// TestContextSleepsParkedWithoutOtherContexts: when no queue pair joins the
+// context to another context of the node (no peer at all, only its connection
+// to itself, or only TCP links), the idle progress goroutine sleeps parked in
+// Go's scheduler, not in futex(2): a goroutine blocked in a system call keeps
+// its P until sysmon takes it back, and that sets sysmon waking every 20 µs
+// for the next millisecond, each wake taking a core from the threads that spin
+// (a rank's caller polling its links). No other process wakes it through the
+// futex word then anyway. With a queue pair joined to another context it does
+// sleep on the futex word, which that peer clears and wakes.
+func TestContextSleepsParkedWithoutOtherContexts(t *testing.T) {
+	c, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if st := sleepingState(t, c); st == "syscall" {
+		t.Errorf("no peer: the progress goroutine sleeps in state %q, want it parked (select)", st)
+	}
+
+	own, _, _, _ := ownSide(t)
+	if st := sleepingState(t, own); st == "syscall" {
+		t.Errorf("joined to itself only: the progress goroutine sleeps in state %q, want it parked (select)", st)
+	}
+
+	t.Setenv(EnvPath, "tcp")
+	p := verbstest.NewPair(t, softEnv)
+	tcpPingPong(t, p, 1)
+	if st := sleepingState(t, p.A.QP.(*qp).ctx); st == "syscall" {
+		t.Errorf("TCP links only: the progress goroutine sleeps in state %q, want it parked (select)", st)
+	}
+
+	t.Setenv(EnvPath, "")
+	q := verbstest.NewPair(t, softEnv)
+	if st := sleepingState(t, q.A.QP.(*qp).ctx); st != "syscall" {
+		t.Errorf("joined to another context: the progress goroutine sleeps in state %q, want syscall (futex, on the word the peer wakes)", st)
+	}
+}
+
+// TestOwnPostWakesParkedProgress: a SEND posted on a queue pair joined to its
+// own context wakes that context's progress goroutine where it sleeps parked,
+// which completes the receive with nobody polling (the sleep's bound made an
+// hour, so only the wake can end it).
+func TestOwnPostWakesParkedProgress(t *testing.T) {
+	c, s, a, b := ownSide(t)
+	c.sleepFor.Store(int64(time.Hour))
+	c.kick() // (out of a sleep that began with the old bound)
+	src := s.Reg(t, 64, verbs.AccessLocalWrite, 0x5a)
+	dst := s.Reg(t, 64, verbs.AccessLocalWrite, 0)
+	for round := 0; round < 3; round++ {
+		waitParked(t, c, round)
+		if err := b.PostRecv([]verbs.RecvWR{{ID: uint64(round), SG: []verbs.SGE{dst.SGE(0, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.PostSend([]verbs.SendWR{{ID: 100 + uint64(round), Opcode: verbs.OpSend, Flags: verbs.SendSignaled,
+			SG: []verbs.SGE{src.SGE(0, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+		cq := s.CQ.(*cq)
+		deadline := time.Now().Add(10 * time.Second)
+		for !cq.hasCompletion() {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: no completion 10 s after the SEND, nobody polling: the parked progress goroutine was not woken", round)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		var wc [4]verbs.WorkCompletion
+		got := 0
+		for got < 2 && time.Now().Before(deadline) {
+			n, err := s.CQ.Poll(wc[:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range wc[:n] {
+				if w.Status != verbs.StatusSuccess {
+					t.Fatalf("round %d: completion %+v", round, w)
+				}
+			}
+			got += n
+		}
+		if got != 2 {
+			t.Fatalf("round %d: %d completions, want the send's and the receive's", round, got)
+		}
+	}
+}
