@@ -32,6 +32,8 @@ func init() {
 		column:  colLatency,
 		about:   "inline SEND ping-pong on the soft provider's queue pairs; latency is half the round trip",
 		measure: measureSendLat,
+		// (the Portals process stays idle beside the yardstick)
+		ownTraffic: true,
 	})
 }
 

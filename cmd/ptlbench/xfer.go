@@ -83,9 +83,13 @@ type xferTest struct {
 	fixedSizes    []int  // if set, the sizes (the -min/-max flags do not apply)
 	large         bool   // iterations are windows (bandwidth, rate), not single operations
 	needDst       bool   // rank 0 needs a destination descriptor (gets, fetches)
-	prepare       func(b *bench, size int)
-	measure       func(ctx context.Context, b *bench, size, warmup, iters int) (float64, error)
-	check         func(ctx context.Context, b *bench, size, warmup, iters int) error
+	// ownTraffic: the test's traffic does not go through the matching NI
+	// (it opens what it measures itself, see bench.open), which the harness
+	// then leaves unconnected.
+	ownTraffic bool
+	prepare    func(b *bench, size int)
+	measure    func(ctx context.Context, b *bench, size, warmup, iters int) (float64, error)
+	check      func(ctx context.Context, b *bench, size, warmup, iters int) error
 }
 
 // xferTests lists the registered transfer tests.
@@ -228,7 +232,7 @@ func runRank(ctx context.Context, cfg config, x *xferTest) (err error) {
 		if err := progressBarrier(ctx, b); err != nil {
 			return err
 		}
-		if i == 0 && b.active() {
+		if i == 0 && b.active() && !x.ownTraffic {
 			if err := b.open(ctx); err != nil {
 				return fmt.Errorf("%s: opening the connection: %w", x.name, err)
 			}

@@ -53,10 +53,12 @@ type Context struct {
 	life sync.RWMutex
 	// kickCh ends the progress goroutine's nap early (a caller is about to block).
 	kickCh chan struct{}
-	// peersCh wakes the progress goroutine when a queue pair joins the active
-	// set, and wakeCh when this process posts to a queue pair joined to this
-	// context itself: while no other context can wake it through the futex
-	// word, the goroutine sleeps parked in Go's scheduler (see run).
+	// While no queue pair joins it to another context of the node, the
+	// progress goroutine sleeps parked in Go's scheduler (parked set), not on
+	// the futex word (see run): peersCh wakes it when a queue pair joins the
+	// active set, wakeCh when this process posts to a queue pair joined to
+	// this context itself (wakePeer clears parked first).
+	parked  atomic.Bool
 	peersCh chan struct{}
 	wakeCh  chan struct{}
 	// sleepFor is how long the progress goroutine sleeps at most
@@ -335,22 +337,37 @@ func (c *Context) run() {
 			}
 			continue
 		}
-		atomic.StoreUint32(w, 1)
+		// Parked (see ownPeersOnly) or on the futex word: either way the
+		// sleeper says so before its last look, so that a poster after that
+		// look wakes it.
+		park := c.ownPeersOnly()
+		if park {
+			c.parked.Store(true)
+		} else {
+			atomic.StoreUint32(w, 1)
+		}
 		if c.progress() > 0 {
-			atomic.StoreUint32(w, 0)
+			if park {
+				c.parked.Store(false)
+			} else {
+				atomic.StoreUint32(w, 0)
+			}
 			idle = 0
 			continue
 		}
-		if c.ownPeersOnly() {
+		if park {
 			// No queue pair here joins another context of this node (an NI's
 			// connection to its own process joins this one to itself, and TCP
-			// links are the poller's): only this process wakes us, through
-			// wakeCh (see wakePeer), so sleep parked in Go's scheduler. A
-			// goroutine blocked in futex(2) keeps its P until sysmon takes it
-			// back, and that sets sysmon waking every 20 µs for the next
-			// millisecond, then backing off over some 20 ms, each wake taking
-			// a core from the threads that spin (a rank polling its links).
-			// addActive wakes us (peersCh) when a queue pair joins.
+			// links are the poller's): only this process posts to them, and
+			// wakes us through parked and wakeCh (see wakePeer), so sleep
+			// parked in Go's scheduler. (The futex word stays clear: another
+			// context that clears it, one joined to a queue pair of ours not
+			// or no longer active, has nothing for us.) A goroutine blocked
+			// in futex(2) keeps its P until sysmon takes it back, and that
+			// sets sysmon waking every 20 µs for the next millisecond, then
+			// backing off over some 20 ms, each wake taking a core from the
+			// threads that spin (a rank polling its links). addActive wakes
+			// us (peersCh) when a queue pair joins.
 			sleep.Reset(time.Duration(c.sleepFor.Load()))
 			select {
 			case <-sleep.C:
@@ -361,7 +378,7 @@ func (c *Context) run() {
 				return
 			}
 			sleep.Stop()
-			atomic.StoreUint32(w, 0)
+			c.parked.Store(false)
 			idle = idleSpin / 2
 			continue
 		}

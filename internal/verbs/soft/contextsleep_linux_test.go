@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,25 +59,25 @@ func sleepingState(t *testing.T, c *Context) string {
 	}
 }
 
-// waitParked waits until c's progress goroutine sleeps parked with its sleep
-// word set (three dumps in a row), as it does once idle with only its own
-// queue pairs: a nap (the application polled a moment ago) is parked too, but
-// with the word clear.
+// waitParked waits until c's progress goroutine sleeps parked (three dumps
+// in a row in a select with parked set), as it does once idle with only its
+// own queue pairs: a nap (the application polled a moment ago) is a select
+// too, with parked clear.
 func waitParked(t *testing.T, c *Context, round int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	last, same := "", 0
 	for same < 3 {
 		st := runState(c)
-		if st == "select" && atomic.LoadUint32(c.view.sleepWord()) == 1 {
+		if st == "select" && c.parked.Load() {
 			same++
 		} else {
 			same = 0
 		}
 		last = st
 		if time.Now().After(deadline) {
-			t.Fatalf("round %d: the progress goroutine never slept parked with its word set: last state %q, word %d",
-				round, last, atomic.LoadUint32(c.view.sleepWord()))
+			t.Fatalf("round %d: the progress goroutine never slept parked: last state %q, parked %v",
+				round, last, c.parked.Load())
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -187,6 +186,67 @@ func TestOwnPostWakesParkedProgress(t *testing.T) {
 		}
 		if got != 2 {
 			t.Fatalf("round %d: %d completions, want the send's and the receive's", round, got)
+		}
+	}
+}
+
+// TestOwnPostWakesParkedProgressAfterStrayWake: another context joined to a
+// queue pair of ours that is not active here (not connected on our side, or
+// destroyed) still posts to it and wakes through the futex word, which a
+// parked goroutine does not watch: that must not cost the next post of this
+// process its wake (the parked goroutine once left the word set, the stray
+// waker cleared it, and an own post that found the word clear woke nobody).
+func TestOwnPostWakesParkedProgressAfterStrayWake(t *testing.T) {
+	c, s, a, b := ownSide(t)
+	c.sleepFor.Store(int64(time.Hour))
+	c.kick()
+	// A queue pair of c that stays unconnected, and another context's queue
+	// pair joined to it.
+	qc, err := s.PD.CreateQP(verbs.QPAttr{SendCQ: s.CQ, RecvCQ: s.CQ, MaxSendWR: 16, MaxRecvWR: 16, MaxSGE: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := verbstest.NewPair(t, softEnv).A
+	qd, err := d.PD.CreateQP(verbs.QPAttr{SendCQ: d.CQ, RecvCQ: d.CQ, MaxSendWR: 16, MaxRecvWR: 16, MaxSGE: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := qd.Connect(qc.Address()); err != nil {
+		t.Fatal(err)
+	}
+	msg := make([]byte, 8)
+	src := s.Reg(t, 64, verbs.AccessLocalWrite, 0x5a)
+	dst := s.Reg(t, 64, verbs.AccessLocalWrite, 0)
+	for round := 0; round < 3; round++ {
+		waitParked(t, c, round)
+		// The stray post: into the ring qc would read, waking c's word.
+		if err := qd.PostSend([]verbs.SendWR{{ID: uint64(round), Opcode: verbs.OpSend, Flags: verbs.SendInline,
+			SG: []verbs.SGE{{Addr: addrOfBytes(msg), Length: 8}}}}); err != nil {
+			t.Fatal(err)
+		}
+		// This process's own post must still wake c's goroutine.
+		if err := b.PostRecv([]verbs.RecvWR{{ID: uint64(round), SG: []verbs.SGE{dst.SGE(0, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.PostSend([]verbs.SendWR{{ID: 100 + uint64(round), Opcode: verbs.OpSend, Flags: verbs.SendSignaled,
+			SG: []verbs.SGE{src.SGE(0, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+		cq := s.CQ.(*cq)
+		deadline := time.Now().Add(10 * time.Second)
+		for !cq.hasCompletion() {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: no completion 10 s after an own SEND that followed a stray wake: the parked progress goroutine was not woken", round)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		var wc [4]verbs.WorkCompletion
+		for got := 0; got < 2 && time.Now().Before(deadline); {
+			n, err := s.CQ.Poll(wc[:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			got += n
 		}
 	}
 }

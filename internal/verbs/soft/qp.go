@@ -48,7 +48,7 @@ type peerConn struct {
 	// own is the context itself when the queue pair is joined to its own
 	// context (an NI's connection to its own process), whose progress
 	// goroutine may sleep parked, out of reach of the futex word (see
-	// Context.run); nil otherwise.
+	// Context.run and wakePeer); nil otherwise.
 	own *Context
 }
 
@@ -526,11 +526,11 @@ func (q *qp) peerGone() {
 
 // wakePeer wakes the peer's progress goroutine if it sleeps.
 func wakePeer(p *peerConn) {
+	if o := p.own; o != nil && o.parked.Load() && o.parked.CompareAndSwap(true, false) {
+		o.wakeOwn() // it sleeps parked (see Context.run)
+	}
 	w := p.view.sleepWord()
 	if atomic.LoadUint32(w) == 1 && atomic.CompareAndSwapUint32(w, 1, 0) {
-		if p.own != nil {
-			p.own.wakeOwn() // (it may sleep parked: see Context.run)
-		}
 		futexWake(w)
 	}
 }
