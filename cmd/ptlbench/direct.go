@@ -81,7 +81,7 @@ type dbench struct {
 	srcCT       *portals.CT
 	srcMD       *portals.MD
 	recvN, srcN uint64
-	opened      bool // an operation went to the peer (benchEvent's "op")
+	opened      bool // an operation went to the peer (benchEvent's "dop")
 }
 
 // open opens the direct NI's connection between ranks 0 and 1: one untimed
@@ -102,6 +102,13 @@ func (d *dbench) open(ctx context.Context, b *bench) error {
 var dbenches struct {
 	sync.Mutex
 	m map[*bench]*dbench
+}
+
+// openedDirect returns b's direct setup if directBench opened it, else nil.
+func openedDirect(b *bench) *dbench {
+	dbenches.Lock()
+	defer dbenches.Unlock()
+	return dbenches.m[b]
 }
 
 // directBench returns b's direct setup, opening it (collectively: every rank calls
@@ -164,7 +171,7 @@ func directBench(ctx context.Context, b *bench) (*dbench, error) {
 func (d *dbench) put(b *bench, size int, ack portals.AckReq) error {
 	if !d.opened {
 		d.opened = true
-		benchStep("op")
+		benchStep("dop")
 	}
 	return portals.Put(d.srcMD, 0, uint64(size), ack, b.peer, xferPT, 0, 0, 0, 0)
 }

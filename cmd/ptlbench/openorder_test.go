@@ -35,24 +35,31 @@ func rankSteps(t *testing.T, name string) [][]string {
 }
 
 // TestConnectionOpensBeforeWarmSpin: in the transfer tests an active rank's
-// first operation toward its peer, which opens the connection (a handshake that
-// sleeps), comes before the last warm spin ahead of the iterations, not in the
-// untimed iterations after it: the Go runtime of a rank that slept keeps waking
-// for some 20 ms after, and the spin is what absorbs that before the clock
-// starts. The direct tests open their own NI's connection the same way.
+// first operation toward its peer on the NI the test measures, which opens the
+// connection (a handshake that sleeps), comes before the last warm spin ahead
+// of the iterations, not in the untimed iterations after it: the Go runtime of
+// a rank that slept keeps waking for some 20 ms after, and the spin is what
+// absorbs that before the clock starts. The direct tests measure their own NI
+// ("dop") and leave the matching NI ("op") alone, as send_lat does.
 func TestConnectionOpensBeforeWarmSpin(t *testing.T) {
-	for _, name := range []string{"put_lat", "get_lat", "atomic_lat", "put_bw", "dput_lat", "dput_bw"} {
-		t.Run(name, func(t *testing.T) {
-			for _, steps := range rankSteps(t, name) {
-				op, spin := slices.Index(steps, "op"), -1
+	for _, c := range []struct{ name, step, idle string }{
+		{"put_lat", "op", "dop"}, {"get_lat", "op", "dop"}, {"atomic_lat", "op", "dop"}, {"put_bw", "op", "dop"},
+		{"dput_lat", "dop", "op"}, {"dput_bw", "dop", "op"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, steps := range rankSteps(t, c.name) {
+				op, spin := slices.Index(steps, c.step), -1
 				for i, s := range steps {
 					if s == "spin" {
 						spin = i
 					}
 				}
 				if op < 0 || op > spin {
-					t.Errorf("steps %v: the first operation toward the peer (%d) does not come before the last warm spin (%d)",
-						steps, op, spin)
+					t.Errorf("steps %v: the first operation toward the peer (%q at %d) does not come before the last warm spin (%d)",
+						steps, c.step, op, spin)
+				}
+				if slices.Contains(steps, c.idle) {
+					t.Errorf("steps %v: the NI the test does not measure sent an operation (%q)", steps, c.idle)
 				}
 			}
 		})
@@ -64,8 +71,20 @@ func TestConnectionOpensBeforeWarmSpin(t *testing.T) {
 // matching NI for it.
 func TestSendLatLeavesMatchingNIAlone(t *testing.T) {
 	for _, steps := range rankSteps(t, "send_lat") {
-		if slices.Contains(steps, "op") {
-			t.Errorf("steps %v: the matching NI sent an operation in send_lat", steps)
+		if slices.Contains(steps, "op") || slices.Contains(steps, "dop") {
+			t.Errorf("steps %v: an NI sent an operation in send_lat", steps)
 		}
 	}
+}
+
+// TestDirectBandwidthWithoutProgressGoroutines: with the NIs' progress
+// goroutines off and the ranks joined over TCP, dput_bw's rank 1, which waits
+// in the barrier after the measurement while rank 0 waits for the ACKs of its
+// last window, drives its direct NI there as well as its matching NI (it drove
+// only the matching one, and rank 0 waited until the timeout).
+func TestDirectBandwidthWithoutProgressGoroutines(t *testing.T) {
+	t.Setenv("PTL_PROGRESS_GOROUTINE", "0")
+	t.Setenv("PTL_SOFT_PATH", "tcp")
+	mustRun(t, 0, "-np", "2", "-min", "8", "-max", "64", "-iters", "20", "-window", "4",
+		"-timeout", "20s", "dput_bw")
 }

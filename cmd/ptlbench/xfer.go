@@ -22,6 +22,7 @@ import (
 
 	"github.com/goportals/goportals/internal/bootstrap"
 	"github.com/goportals/goportals/internal/envknob"
+	portals "github.com/goportals/goportals/internal/nic"
 )
 
 // rankEnv marks a process that ptlbench started as one rank of a transfer test.
@@ -261,10 +262,17 @@ func runRank(ctx context.Context, cfg config, x *xferTest) (err error) {
 // progress goroutines off (PTL_PROGRESS_GOROUTINE=0) a rank waiting there drives
 // nothing, yet its peer may still need it: rank 0 waits for the ACKs of its last
 // window of long puts, whose data rank 1's progress pulls. So the rank spins on
-// its counting event (CT.Get runs a round of progress) until the barrier returns.
+// its counting events (CT.Get runs a round of progress: the matching NI's, and
+// the direct NI's once the direct tests opened it) until the barrier returns.
 func progressBarrier(ctx context.Context, b *bench) error {
 	if envknob.Get(envknob.ProgressGoroutine) != "0" || b.recvCT == nil {
 		return b.barrier(ctx)
+	}
+	// (The direct tests' NI, once open, needs driving as much: rank 1 of
+	// dput_bw waits here while rank 0 waits for the ACKs its NI answers.)
+	var direct *portals.CT
+	if d := openedDirect(b); d != nil {
+		direct = d.recvCT
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -278,6 +286,9 @@ func progressBarrier(ctx context.Context, b *bench) error {
 			default:
 			}
 			b.recvCT.Get()
+			if direct != nil {
+				direct.Get()
+			}
 			runtime.Gosched()
 		}
 	}()
@@ -305,9 +316,10 @@ func spinWarm(d time.Duration) {
 // benchEvent, set only by the package's tests, hears a rank's steps around its
 // warm spin: "sleep" (a bootstrap barrier or fence: the rank may have left its
 // core), "spin" (spinWarm), "go" (the iterations of a size begin after a set-up
-// of the measurement's own) and "op" (the rank's first operation toward its
-// peer, which opens the connection), so a test can see that nothing sleeps
-// between the spin and the iterations.
+// of the measurement's own), "op" (the rank's first operation toward its peer
+// on the matching NI, which opens the connection) and "dop" (the same on the
+// direct tests' NI), so a test can see that nothing sleeps between the spin and
+// the iterations, and that connections open before the spin.
 var benchEvent func(step string)
 
 func benchStep(step string) {

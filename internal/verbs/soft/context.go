@@ -51,7 +51,8 @@ type Context struct {
 	// life keeps the segment mapped: calls that touch it outside a progress round
 	// (RegMR, Dereg, kick) hold it shared; Close takes it to unmap.
 	life sync.RWMutex
-	// kickCh ends the progress goroutine's nap early (a caller is about to block).
+	// kickCh ends the progress goroutine's nap early (a caller is about to
+	// block), or its parked sleep (see parked).
 	kickCh chan struct{}
 	// While no queue pair joins it to another context of the node, the
 	// progress goroutine sleeps parked in Go's scheduler (parked set), not on
@@ -375,6 +376,7 @@ func (c *Context) run() {
 			case <-c.kickCh:
 			case <-c.peersCh:
 			case <-c.stop:
+				c.parked.Store(false)
 				return
 			}
 			sleep.Stop()
