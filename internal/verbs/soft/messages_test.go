@@ -46,7 +46,10 @@ func checkNumbered(t testing.TB, b []byte, i int) {
 	want := make([]byte, len(b))
 	numbered(want, i)
 	if string(b) != string(want) {
-		t.Fatalf("message %d (%d bytes): got %x, want %x", i, len(b), b, want)
+		// (Errorf, not Fatalf: message handlers call this under the
+		// provider's locks, where a Fatal's Goexit left the test hanging
+		// until its timeout instead of failing)
+		t.Errorf("message %d (%d bytes): got %x, want %x", i, len(b), b, want)
 	}
 }
 
