@@ -41,6 +41,17 @@ func numbered(b []byte, i int) {
 	}
 }
 
+// stopIfFailed ends the test if it failed: a message handler, which runs
+// under the provider's locks, reports with t.Errorf and stops the poll (a
+// t.Fatal there left the locks taken, and the test hung until its timeout),
+// and the test ends once the poll has returned.
+func stopIfFailed(t testing.TB) {
+	t.Helper()
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
 func checkNumbered(t testing.TB, b []byte, i int) {
 	t.Helper()
 	want := make([]byte, len(b))
@@ -97,9 +108,12 @@ func TestMessagesOrderAndWraparound(t *testing.T) {
 	q := p.B.QP.(*qp)
 	h := func(tag uint64, b []byte) bool {
 		if tag != 7 {
-			t.Fatalf("tag %d", tag)
+			t.Errorf("tag %d", tag)
+			return false
 		}
-		checkNumbered(t, b, got)
+		if checkNumbered(t, b, got); t.Failed() {
+			return false
+		}
 		if len(b) > 0 && !inRing(q, b) {
 			wrapped++
 		}
@@ -111,6 +125,7 @@ func TestMessagesOrderAndWraparound(t *testing.T) {
 		if _, err := mc.PollMessages(h, 16); err != nil {
 			t.Fatal(err)
 		}
+		stopIfFailed(t)
 		if k, _ := p.B.CQ.Poll(wc[:]); k != 0 {
 			t.Fatalf("completions on the receiver: %v", wc[:k])
 		}
@@ -164,7 +179,8 @@ func TestMessagesInPlace(t *testing.T) {
 	var first []byte
 	h := func(_ uint64, b []byte) bool {
 		if !inRing(q, b) {
-			t.Fatalf("message not in place")
+			t.Errorf("message not in place")
+			return false
 		}
 		if first == nil {
 			first = b // kept only to show the ring reuses it (never do this)
@@ -174,9 +190,10 @@ func TestMessagesInPlace(t *testing.T) {
 	b := make([]byte, 8)
 	for i := 0; i < ringSlots+1; i++ {
 		numbered(b, i)
-		sendMsg(t, p, b, func() { mc.PollMessages(h, 64) })
+		sendMsg(t, p, b, func() { mc.PollMessages(h, 64); stopIfFailed(t) })
 		for {
 			n, _ := mc.PollMessages(h, 64)
+			stopIfFailed(t)
 			if n == 1 {
 				break
 			}
@@ -260,7 +277,7 @@ func TestMessagesDisabled(t *testing.T) {
 		}
 		checkNumbered(t, rbuf.Mem[:40], 3)
 		if maxLen > 0 {
-			n, err := p.B.CQ.(verbs.MessageCQ).PollMessages(func(uint64, []byte) bool { t.Fatal("a message"); return true }, 8)
+			n, err := p.B.CQ.(verbs.MessageCQ).PollMessages(func(uint64, []byte) bool { t.Error("a message"); return false }, 8)
 			if n != 0 || err != nil {
 				t.Fatalf("PollMessages = %d, %v", n, err)
 			}
@@ -327,14 +344,17 @@ func TestMessageHandlerPosts(t *testing.T) {
 		// The READ of the whole region: by cross-memory attach, inside PostSend.
 		if err := p.B.QP.PostSend([]verbs.SendWR{{ID: 77, Opcode: verbs.OpRDMARead, Flags: verbs.SendSignaled,
 			SG: []verbs.SGE{dst.SGE(0, 1<<20)}, RemoteAddr: src.Addr(0), RKey: src.MR.RKey()}}); err != nil {
-			t.Fatal(err)
+			t.Error(err)
+			return false
 		}
 		if err := p.B.QP.(verbs.MessageSender).SendMessage(b); err != nil {
-			t.Fatal(err)
+			t.Error(err)
+			return false
 		}
 		k, err := p.B.CQ.Poll(wc[:])
 		if err != nil {
-			t.Fatal(err)
+			t.Error(err)
+			return false
 		}
 		countReads(k)
 		return false
@@ -348,6 +368,7 @@ func TestMessageHandlerPosts(t *testing.T) {
 	for i := 0; n == 0 && err == nil && i < 1e6; i++ {
 		n, err = mc.PollMessages(h, 16) // 0 while the progress goroutine runs a round
 	}
+	stopIfFailed(t)
 	if n != 1 || err != nil {
 		t.Fatalf("PollMessages = %d, %v; want 1 (the handler stops)", n, err)
 	}
@@ -475,7 +496,8 @@ func TestMessagesBeforePeerClose(t *testing.T) {
 	flushed := false
 	h := func(_ uint64, b []byte) bool {
 		if flushed || len(b) != 1 || int(b[0]) != got {
-			t.Fatalf("message %x after %d messages (flushed %v)", b, got, flushed)
+			t.Errorf("message %x after %d messages (flushed %v)", b, got, flushed)
+			return false
 		}
 		got++
 		return true
@@ -489,6 +511,7 @@ func TestMessagesBeforePeerClose(t *testing.T) {
 			}
 		}
 		p.B.CQ.(verbs.MessageCQ).PollMessages(h, 1)
+		stopIfFailed(t)
 	}
 	if got != 3 || !flushed {
 		t.Fatalf("%d messages, receive flushed %v", got, flushed)

@@ -48,10 +48,12 @@ func TestSendMessageBehindWaitingWrite(t *testing.T) {
 	got := false
 	h := func(_ uint64, b []byte) bool {
 		if string(b) != "fin" {
-			t.Fatalf("message %q", b)
+			t.Errorf("message %q", b)
+			return false
 		}
 		if string(dst.Mem[:big]) != string(src.Mem) {
-			t.Fatalf("the message came before the WRITE's data")
+			t.Errorf("the message came before the WRITE's data")
+			return false
 		}
 		got = true
 		return true
@@ -62,6 +64,7 @@ func TestSendMessageBehindWaitingWrite(t *testing.T) {
 		p.A.CQ.Poll(wc[:])
 		p.B.CQ.Poll(wc[:])
 		p.B.CQ.(verbs.MessageCQ).PollMessages(h, 4)
+		stopIfFailed(t)
 	}
 	if !got {
 		t.Fatal("no message")

@@ -13,7 +13,7 @@ import (
 func TestPollRoundLocksOnce(t *testing.T) {
 	p := msgPair(t, 64)
 	q := p.B.CQ.(*cq)
-	h := func(uint64, []byte) bool { t.Fatal("a message on an idle pair"); return true }
+	h := func(uint64, []byte) bool { t.Error("a message on an idle pair"); return false }
 	var wc [4]verbs.WorkCompletion
 	countProgLocks = true
 	defer func() { countProgLocks = false }()
@@ -30,6 +30,7 @@ func TestPollRoundLocksOnce(t *testing.T) {
 	progLocks.Store(0)
 	for i := 0; i < rounds; i++ {
 		q.PollMessages(h, 16)
+		stopIfFailed(t)
 		q.Poll(wc[:])
 	}
 	if got := progLocks.Load(); got <= rounds {

@@ -83,16 +83,30 @@ func TestTCPIdleLinksCostOneLook(t *testing.T) {
 	countRounds.Store(true)
 	t.Cleanup(func() { countRounds.Store(false) })
 	const want = 200
+	// A late answer (under load) makes a link hot, and a hot link's read is
+	// a look of its own every round, as it should: such a link is made idle
+	// again. One that turns hot without having received is a failure.
+	received := func(l *tcpLink) uint64 { return l.nReads.Load() - l.nEmpty.Load() }
+	got := map[*tcpLink]uint64{}
+	for _, l := range *c.links.Load() {
+		got[l] = received(l)
+	}
 	before, r0 := looksOf(c), c.tcp.rounds.Load()
 	var wc [4]verbs.WorkCompletion
 	for deadline := time.Now().Add(10 * time.Second); c.tcp.rounds.Load()-r0 < want; {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d rounds in 10 s of polls", c.tcp.rounds.Load()-r0)
 		}
-		// Idle again: a late answer (under load) makes a link hot, and a
-		// hot link's read is a look of its own every round, as it should.
 		for _, l := range *c.links.Load() {
-			l.quiet.Store(1 << 31)
+			q := l.quiet.Load() // (before the count: a read that makes it hot counted first)
+			n := received(l)
+			if q <= tcpHotLooks {
+				if n == got[l] {
+					t.Fatalf("an idle link turned hot without receiving anything (quiet %d)", q)
+				}
+				l.quiet.Store(1 << 31)
+			}
+			got[l] = n
 		}
 		if _, err := p.A.CQ.Poll(wc[:]); err != nil {
 			t.Fatal(err)

@@ -69,11 +69,15 @@ func TestTCPSendMessage(t *testing.T) {
 	got := 0
 	h := func(tag uint64, b []byte) bool {
 		if tag != 7 {
-			t.Fatalf("tag %d", tag)
+			t.Errorf("tag %d", tag)
+			return false
 		}
-		checkNumbered(t, b, got)
+		if checkNumbered(t, b, got); t.Failed() {
+			return false
+		}
 		if len(b) > 0 && !inside(bl.rb, b) {
-			t.Fatalf("message %d not handed out in place", got)
+			t.Errorf("message %d not handed out in place", got)
+			return false
 		}
 		got++
 		return true
@@ -91,6 +95,7 @@ func TestTCPSendMessage(t *testing.T) {
 			acomp += k
 		}
 		mc.PollMessages(h, 16)
+		stopIfFailed(t)
 		if k, _ := p.B.CQ.Poll(wc[:]); k != 0 {
 			t.Fatalf("completions at the receiver: %v", wc[:k])
 		}
@@ -226,7 +231,8 @@ func TestTCPSendMessageBehindFence(t *testing.T) {
 	var msgs []string
 	h := func(_ uint64, b []byte) bool {
 		if string(b) == "fin" && string(dst.Mem[:1024]) != string(src.Mem[:1024]) {
-			t.Fatalf("the message came before the WRITE's data")
+			t.Errorf("the message came before the WRITE's data")
+			return false
 		}
 		msgs = append(msgs, string(b))
 		return true
@@ -245,6 +251,7 @@ func TestTCPSendMessageBehindFence(t *testing.T) {
 			}
 		}
 		p.B.CQ.(*cq).PollRound(h, 4, wc[:])
+		stopIfFailed(t)
 	}
 	if !readDone || fmt.Sprint(msgs) != "[first fin]" {
 		t.Fatalf("READ done %v, messages %v", readDone, msgs)
