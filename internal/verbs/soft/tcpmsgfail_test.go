@@ -115,7 +115,13 @@ func TestTCPMessageHeldWhilePollFindsNone(t *testing.T) {
 	if !q.ready() {
 		t.Fatal("a message is held but the completion queue says nothing is ready")
 	}
-	if k, _ := q.PollMessages(h, 4); k != 1 || got != 2 {
+	// (As above: a poll that finds the context's goroutine in a round hands
+	// out nothing; under load, poll again.)
+	k := 0
+	for i := 0; k == 0 && i < 1e6; i++ {
+		k, _ = q.PollMessages(h, 4)
+	}
+	if k != 1 || got != 2 {
 		t.Fatalf("%d messages handed out, %d in all", k, got)
 	}
 }
