@@ -16,8 +16,11 @@ import (
 // queue's Wait over TCP (its spin over, it kicks the helpers and sleeps) is
 // served by the TCP poller, which must then watch the socket, not nap on the
 // process's nap that the caller's spin kept going (up to NapMax). The SEND it
-// waits for is posted while a nap runs; it must be received before that nap
-// ends, in most of the attempts.
+// waits for is posted while a nap runs, with the link made idle and its next
+// look far off so that only the poller reads it (the context goroutine's
+// rounds read a hot link themselves, and the test passed with the poller's
+// kick rule removed); it must be received before that nap ends, in most of
+// the attempts.
 func TestReviewBlockedWaitOverTCPIsServed(t *testing.T) {
 	t.Setenv(EnvPath, "tcp")
 	p := verbstest.NewPair(t, softEnv)
@@ -47,12 +50,18 @@ func TestReviewBlockedWaitOverTCPIsServed(t *testing.T) {
 			time.Sleep(50 * time.Microsecond)
 		}
 		time.Sleep(300 * time.Microsecond) // the helpers handled the kick
+		// Only the poller may read the SEND: the link is idle and its next
+		// look far off, which the rounds of the context's goroutine (and
+		// their look at the idle links) keep to, and the poller does not.
+		lb.quiet.Store(1 << 31)
+		lb.nextLook.Store(tcpClock() + int64(time.Hour))
 		nap := clock.Nap()
 		p.A.PostSend(t, verbs.SendWR{ID: 1, Opcode: verbs.OpSend, SG: []verbs.SGE{src.SGE(0, 8)}})
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
 		cancel()
+		lb.nextLook.Store(0)
 		select {
 		case <-nap:
 			late++
