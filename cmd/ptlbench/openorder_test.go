@@ -8,13 +8,13 @@ import (
 	"testing"
 )
 
-// rankSteps runs test over two ranks (one size) with benchEvent's steps
-// recorded, and returns each rank process's steps.
-func rankSteps(t *testing.T, name string) [][]string {
+// rankSteps runs test over two ranks (sizes 8 to maxSize) with benchEvent's
+// steps recorded, and returns each rank process's steps.
+func rankSteps(t *testing.T, name, maxSize string) [][]string {
 	t.Helper()
 	dir := t.TempDir()
 	t.Setenv(warmEventsEnv, dir)
-	mustRun(t, 0, "-np", "2", "-min", "8", "-max", "8", "-iters", "20", "-window", "4",
+	mustRun(t, 0, "-np", "2", "-min", "8", "-max", maxSize, "-iters", "20", "-window", "4",
 		"-timeout", "1m", "-warm", "1ms", name)
 	files, err := os.ReadDir(dir)
 	if err != nil {
@@ -47,7 +47,7 @@ func TestConnectionOpensBeforeWarmSpin(t *testing.T) {
 		{"dput_lat", "dop", "op"}, {"dput_bw", "dop", "op"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			for _, steps := range rankSteps(t, c.name) {
+			for _, steps := range rankSteps(t, c.name, "8") {
 				op, spin := slices.Index(steps, c.step), -1
 				for i, s := range steps {
 					if s == "spin" {
@@ -70,7 +70,7 @@ func TestConnectionOpensBeforeWarmSpin(t *testing.T) {
 // beside an idle Portals process: the harness opens no connection of the
 // matching NI for it.
 func TestSendLatLeavesMatchingNIAlone(t *testing.T) {
-	for _, steps := range rankSteps(t, "send_lat") {
+	for _, steps := range rankSteps(t, "send_lat", "8") {
 		if slices.Contains(steps, "op") || slices.Contains(steps, "dop") {
 			t.Errorf("steps %v: an NI sent an operation in send_lat", steps)
 		}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -33,33 +32,20 @@ func init() {
 func TestWarmSpinIsLastBeforeIterations(t *testing.T) {
 	for _, name := range []string{"send_lat", "dput_lat", "dput_bw"} {
 		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			t.Setenv(warmEventsEnv, dir)
-			mustRun(t, 0, "-np", "2", "-min", "8", "-max", "16", "-iters", "20", "-window", "4",
-				"-timeout", "1m", "-warm", "1ms", name)
-			files, err := os.ReadDir(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
 			gos := 0
-			for _, f := range files {
-				b, err := os.ReadFile(filepath.Join(dir, f.Name()))
-				if err != nil {
-					t.Fatal(err)
-				}
-				steps := strings.Fields(string(b))
+			for _, steps := range rankSteps(t, name, "16") {
 				for i, s := range steps {
 					if s != "go" {
 						continue
 					}
 					gos++
 					if i == 0 || steps[i-1] != "spin" {
-						t.Errorf("rank process %s: steps %v: iterations %d do not start right after a spin", f.Name(), steps, i)
+						t.Errorf("steps %v: iterations %d do not start right after a spin", steps, i)
 					}
 				}
 			}
 			if gos == 0 {
-				t.Fatalf("no rank reported the start of its iterations (%d files)", len(files))
+				t.Fatal("no rank reported the start of its iterations")
 			}
 		})
 	}

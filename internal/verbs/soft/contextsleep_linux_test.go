@@ -11,16 +11,16 @@ import (
 	"github.com/goportals/goportals/internal/verbs/verbstest"
 )
 
-// runState returns the state of the goroutine running c's progress loop
-// (Context.run) as the runtime's goroutine dump shows it ("syscall", "select",
-// "runnable", ...).
-func runState(c *Context) string {
+// goroutineState returns the state, as the runtime's goroutine dump shows it
+// ("syscall", "select", "IO wait", "runnable", ...), of the goroutine whose
+// stack contains frame, or none if no goroutine's does.
+func goroutineState(frame, none string) string {
 	buf := make([]byte, 1<<20)
 	for n := runtime.Stack(buf, true); n == len(buf); n = runtime.Stack(buf, true) {
 		buf = make([]byte, 2*len(buf))
 	}
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if !strings.Contains(g, fmt.Sprintf("(*Context).run(%p", c)) {
+		if !strings.Contains(g, frame) {
 			continue
 		}
 		head, _, _ := strings.Cut(g, "\n")
@@ -32,7 +32,13 @@ func runState(c *Context) string {
 		st, _, _ = strings.Cut(st, ",")
 		return st
 	}
-	return "(no progress goroutine)"
+	return none
+}
+
+// runState returns the state of the goroutine running c's progress loop
+// (Context.run).
+func runState(c *Context) string {
+	return goroutineState(fmt.Sprintf("(*Context).run(%p", c), "(no progress goroutine)")
 }
 
 // waitParked waits until c's progress goroutine sleeps parked (three dumps
@@ -161,38 +167,7 @@ func TestOwnPostWakesParkedProgress(t *testing.T) {
 	dst := s.Reg(t, 64, verbs.AccessLocalWrite, 0)
 	for round := 0; round < 3; round++ {
 		waitParked(t, c, round)
-		if err := b.PostRecv([]verbs.RecvWR{{ID: uint64(round), SG: []verbs.SGE{dst.SGE(0, 64)}}}); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.PostSend([]verbs.SendWR{{ID: 100 + uint64(round), Opcode: verbs.OpSend, Flags: verbs.SendSignaled,
-			SG: []verbs.SGE{src.SGE(0, 64)}}}); err != nil {
-			t.Fatal(err)
-		}
-		cq := s.CQ.(*cq)
-		deadline := time.Now().Add(10 * time.Second)
-		for !cq.hasCompletion() {
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: no completion 10 s after the SEND, nobody polling: the parked progress goroutine was not woken", round)
-			}
-			time.Sleep(time.Millisecond)
-		}
-		var wc [4]verbs.WorkCompletion
-		got := 0
-		for got < 2 && time.Now().Before(deadline) {
-			n, err := s.CQ.Poll(wc[:])
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, w := range wc[:n] {
-				if w.Status != verbs.StatusSuccess {
-					t.Fatalf("round %d: completion %+v", round, w)
-				}
-			}
-			got += n
-		}
-		if got != 2 {
-			t.Fatalf("round %d: %d completions, want the send's and the receive's", round, got)
-		}
+		ownSendWoken(t, s, a, b, src, dst, round, "the SEND")
 	}
 }
 
@@ -231,37 +206,46 @@ func TestOwnPostWakesParkedProgressAfterStrayWake(t *testing.T) {
 			t.Fatal(err)
 		}
 		// This process's own post must still wake c's goroutine.
-		if err := b.PostRecv([]verbs.RecvWR{{ID: uint64(round), SG: []verbs.SGE{dst.SGE(0, 64)}}}); err != nil {
+		ownSendWoken(t, s, a, b, src, dst, round, "an own SEND that followed a stray wake")
+	}
+}
+
+// ownSendWoken posts a receive on b and a signaled SEND of src on a (joined
+// to each other in one context, whose progress goroutine sleeps parked), and
+// waits, polling nothing, until a completion shows (the poster's wake ran
+// the goroutine's round), then takes the send's and the receive's.
+func ownSendWoken(t *testing.T, s *verbstest.Side, a, b *qp, src, dst *verbstest.Buffer, round int, what string) {
+	t.Helper()
+	if err := b.PostRecv([]verbs.RecvWR{{ID: uint64(round), SG: []verbs.SGE{dst.SGE(0, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PostSend([]verbs.SendWR{{ID: 100 + uint64(round), Opcode: verbs.OpSend, Flags: verbs.SendSignaled,
+		SG: []verbs.SGE{src.SGE(0, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	cq := s.CQ.(*cq)
+	deadline := time.Now().Add(10 * time.Second)
+	for !cq.hasCompletion() {
+		if time.Now().After(deadline) {
+			t.Fatalf("round %d: no completion 10 s after %s, nobody polling: the parked progress goroutine was not woken", round, what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var wc [4]verbs.WorkCompletion
+	got := 0
+	for got < 2 && time.Now().Before(deadline) {
+		n, err := s.CQ.Poll(wc[:])
+		if err != nil {
 			t.Fatal(err)
 		}
-		if err := a.PostSend([]verbs.SendWR{{ID: 100 + uint64(round), Opcode: verbs.OpSend, Flags: verbs.SendSignaled,
-			SG: []verbs.SGE{src.SGE(0, 64)}}}); err != nil {
-			t.Fatal(err)
-		}
-		cq := s.CQ.(*cq)
-		deadline := time.Now().Add(10 * time.Second)
-		for !cq.hasCompletion() {
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: no completion 10 s after an own SEND that followed a stray wake: the parked progress goroutine was not woken", round)
+		for _, w := range wc[:n] {
+			if w.Status != verbs.StatusSuccess {
+				t.Fatalf("round %d: completion %+v", round, w)
 			}
-			time.Sleep(time.Millisecond)
 		}
-		var wc [4]verbs.WorkCompletion
-		got := 0
-		for got < 2 && time.Now().Before(deadline) {
-			n, err := s.CQ.Poll(wc[:])
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, w := range wc[:n] {
-				if w.Status != verbs.StatusSuccess {
-					t.Fatalf("round %d: completion %+v", round, w)
-				}
-			}
-			got += n
-		}
-		if got != 2 {
-			t.Fatalf("round %d: %d completions, want the send's and the receive's", round, got)
-		}
+		got += n
+	}
+	if got != 2 {
+		t.Fatalf("round %d: %d completions, want the send's and the receive's", round, got)
 	}
 }

@@ -339,22 +339,7 @@ func pollerState(c *Context) string {
 	if p == nil {
 		return "(no poller)"
 	}
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if !strings.Contains(g, fmt.Sprintf("(*tcpPoller).run(%p", p)) {
-			continue
-		}
-		head, _, _ := strings.Cut(g, "\n")
-		_, st, ok := strings.Cut(head, "[")
-		if !ok {
-			return head
-		}
-		st, _, _ = strings.Cut(st, "]")
-		st, _, _ = strings.Cut(st, ",")
-		return st
-	}
-	return "(no poller)"
+	return goroutineState(fmt.Sprintf("(*tcpPoller).run(%p", p), "(no poller)")
 }
 
 // TestTCPPollerLeavesGoNetpollerWhileNapping: once callers poll again and the
