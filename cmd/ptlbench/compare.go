@@ -8,7 +8,9 @@ package main
 // from round to round, so slow drifts of the host (other jobs, frequency) fall
 // on all of them alike. A ratio is goportals' value over the peer's, taken
 // within each round and reported as the median over the rounds where both
-// values exist, with that number of rounds. With -busy, every round measures
+// values exist, with that number of rounds. Warm-up rounds (-warmup, 1 by
+// default) run first and are not counted: whichever contender measures first
+// in a run pays for the host waking up. With -busy, every round measures
 // everything twice, on a quiet host and beside a third process that spins on
 // one core, so the cost of a busy node is compared in the same run.
 
@@ -30,6 +32,7 @@ var compareOpts struct {
 	enabled bool
 	plot    string
 	rounds  int
+	warmup  int
 	busy    bool
 	sizes   string
 	peers   string
@@ -48,6 +51,7 @@ func compareFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.enabled, "compare", false, "compare goportals' put latency and bandwidth with the peers that are installed (fi_pingpong shm and tcp, ucx_perftest) and with process_vm_writev and memcpy, interleaved round by round in one run; takes no TEST")
 	fs.StringVar(&o.plot, "plot", "", "with -compare (implied): draw latency and bandwidth over message sizes, goportals and the peers, into this PNG file")
 	fs.IntVar(&o.rounds, "rounds", 5, "-compare: interleaved rounds")
+	fs.IntVar(&o.warmup, "warmup", 1, "-compare: rounds before the measured ones, every contender at every size, not counted (the first measurement of a run pays for the host waking up)")
 	fs.BoolVar(&o.busy, "busy", false, "-compare: measure every contender also beside a third process spinning on one core, in the same rounds")
 	fs.StringVar(&o.sizes, "sizes", "", "-compare: comma-separated message sizes in bytes (default "+defaultCompareSizes+", or "+defaultPlotSizes+" with -plot)")
 	fs.StringVar(&o.peers, "peers", "all", "-compare: comma-separated contenders besides goportals, from "+strings.Join(peerNames(), ", ")+", or all, or none")
@@ -224,6 +228,7 @@ type compareRun struct {
 	sizes      []int
 	loads      []load
 	rounds     int
+	warmup     int // untimed rounds before the measured ones
 	s          *samples
 	notes      []string // peers skipped or failed, with the reason
 	oursErr    error    // goportals' first failure
@@ -235,6 +240,9 @@ func runCompare(ctx context.Context, cfg config) error {
 	o := &compareOpts
 	if o.rounds < 1 {
 		return fmt.Errorf("%w: -rounds must be at least 1", errUsage)
+	}
+	if o.warmup < 0 {
+		return fmt.Errorf("%w: -warmup must be at least 0", errUsage)
 	}
 	if o.plot != "" && !strings.HasSuffix(strings.ToLower(o.plot), ".png") {
 		return fmt.Errorf("%w: -plot writes PNG: name the file FILE.png", errUsage)
@@ -255,7 +263,7 @@ func runCompare(ctx context.Context, cfg config) error {
 		return err
 	}
 	r := &compareRun{contenders: cs, sizes: sizes, loads: []load{quiet}, rounds: o.rounds,
-		s: newSamples(o.rounds), log: os.Stderr}
+		warmup: o.warmup, s: newSamples(o.rounds), log: os.Stderr}
 	if o.busy {
 		r.loads = append(r.loads, busy)
 	}
@@ -288,7 +296,7 @@ func runCompare(ctx context.Context, cfg config) error {
 func (r *compareRun) measure(ctx context.Context) error {
 	missing := map[string]bool{}
 	failed := map[string]bool{}
-	for round := 0; round < r.rounds; round++ {
+	for round := -r.warmup; round < r.rounds; round++ {
 		for _, l := range roundLoads(r.loads, round) {
 			var sp *spinner
 			if l == busy {
@@ -303,8 +311,10 @@ func (r *compareRun) measure(ctx context.Context) error {
 			for _, size := range r.sizes {
 				c := iterationCounts(size)
 				for i := range r.contenders {
-					// Rotate the order from round to round.
-					k := r.contenders[(i+round)%len(r.contenders)]
+					// Rotate the order from round to round (the warm-up
+					// rounds, numbered below 0, end where round 1 begins).
+					n := len(r.contenders)
+					k := r.contenders[((i+round)%n+n)%n]
 					if missing[k.name] {
 						continue
 					}
@@ -313,7 +323,7 @@ func (r *compareRun) measure(ctx context.Context) error {
 						return err
 					}
 					vals, err := k.run(ctx, size, c)
-					fmt.Fprintf(r.log, "ptlbench -compare: round %d/%d, %s host, %d bytes: %s:%s\n", round+1, r.rounds, l, size, k.name, fmtVals(vals, err))
+					fmt.Fprintf(r.log, "ptlbench -compare: %s, %s host, %d bytes: %s:%s\n", r.roundName(round), l, size, k.name, fmtVals(vals, err))
 					switch {
 					case errors.Is(err, errPeerMissing) || errors.Is(err, errNotSupported):
 						missing[k.name] = true
@@ -324,13 +334,16 @@ func (r *compareRun) measure(ctx context.Context) error {
 						return ctx.Err()
 					case err != nil && k.name == ours:
 						if r.oursErr == nil {
-							r.oursErr = fmt.Errorf("round %d, %s host, %d bytes: %w", round+1, l, size, err)
+							r.oursErr = fmt.Errorf("%s, %s host, %d bytes: %w", r.roundName(round), l, size, err)
 						}
 					case err != nil:
 						if !failed[k.name] {
 							failed[k.name] = true
-							r.notes = append(r.notes, fmt.Sprintf("%s failed (round %d, %s host, %d bytes): %v", k.name, round+1, l, size, err))
+							r.notes = append(r.notes, fmt.Sprintf("%s failed (%s, %s host, %d bytes): %v", k.name, r.roundName(round), l, size, err))
 						}
+					}
+					if round < 0 {
+						continue // a warm-up: its values are dropped
 					}
 					for m, v := range vals {
 						r.s.set(sampleKey{k.name, size, m, l}, round, v)
@@ -343,6 +356,15 @@ func (r *compareRun) measure(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// roundName names a round of measure for the progress lines and the notes: the
+// measured ones from 1, the warm-up ones (numbered below 0) apart.
+func (r *compareRun) roundName(round int) string {
+	if round < 0 {
+		return fmt.Sprintf("warm-up round %d/%d (not counted)", round+r.warmup+1, r.warmup)
+	}
+	return fmt.Sprintf("round %d/%d", round+1, r.rounds)
 }
 
 // fmtVals writes one measurement for the progress lines.
@@ -363,7 +385,7 @@ func fmtVals(vals map[metric]float64, err error) string {
 // round, so neither load always comes first.
 func roundLoads(loads []load, round int) []load {
 	out := slices.Clone(loads)
-	if round%2 == 1 {
+	if round%2 != 0 { // (a warm-up round is numbered below 0)
 		slices.Reverse(out)
 	}
 	return out
@@ -372,7 +394,7 @@ func roundLoads(loads []load, round int) []load {
 // table prints the medians and the same-round ratios.
 func (r *compareRun) table(w io.Writer) error {
 	p := &results{w: w}
-	p.printf("# ptlbench -compare: %d interleaved rounds; value = median over the rounds; ratio = goportals / contender, median of the same-round ratios, over n rounds\n", r.rounds)
+	p.printf("# ptlbench -compare: %d interleaved rounds, after %d warm-up round(s) not counted; value = median over the rounds; ratio = goportals / contender, median of the same-round ratios, over n rounds\n", r.rounds, r.warmup)
 	p.printf("# latency: one-way, half a round trip (lower is better); MB/s = 10^6 bytes/s (higher is better); ping-pong peers count both directions\n")
 	p.printf("%-10s %-10s %-6s %-28s %12s %8s %3s\n", "metric", "size", "host", "contender", "value", "ratio", "n")
 	for _, m := range []metric{latency, bandwidth} {
