@@ -51,7 +51,7 @@ func compareFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.enabled, "compare", false, "compare goportals' put latency and bandwidth with the peers that are installed (fi_pingpong shm and tcp, ucx_perftest) and with process_vm_writev and memcpy, interleaved round by round in one run; takes no TEST")
 	fs.StringVar(&o.plot, "plot", "", "with -compare (implied): draw latency and bandwidth over message sizes, goportals and the peers, into this PNG file")
 	fs.IntVar(&o.rounds, "rounds", 5, "-compare: interleaved rounds")
-	fs.IntVar(&o.warmup, "warmup", 1, "-compare: rounds before the measured ones, every contender at every size, not counted (the first measurement of a run pays for the host waking up)")
+	fs.IntVar(&o.warmup, "warmup", 1, "-compare: rounds before the measured ones, every contender at every size, not counted (the first measurement of a run pays for the host waking up); a goportals failure in one fails the run as in any round")
 	fs.BoolVar(&o.busy, "busy", false, "-compare: measure every contender also beside a third process spinning on one core, in the same rounds")
 	fs.StringVar(&o.sizes, "sizes", "", "-compare: comma-separated message sizes in bytes (default "+defaultCompareSizes+", or "+defaultPlotSizes+" with -plot)")
 	fs.StringVar(&o.peers, "peers", "all", "-compare: comma-separated contenders besides goportals, from "+strings.Join(peerNames(), ", ")+", or all, or none")
@@ -291,8 +291,11 @@ func runCompare(ctx context.Context, cfg config) error {
 	return nil
 }
 
-// measure runs the rounds. A peer that is missing is noted once and dropped; a
-// peer that fails is noted and measured again in the next round.
+// measure runs the warm-up rounds, whose values it drops, then the measured
+// rounds. A peer that is missing is noted once and dropped; a peer that fails is
+// noted and measured again in the next round (a failure in a warm-up round is
+// noted apart from the first in a measured one). A goportals failure, warm-up or
+// not, fails the run.
 func (r *compareRun) measure(ctx context.Context) error {
 	missing := map[string]bool{}
 	failed := map[string]bool{}
@@ -312,7 +315,8 @@ func (r *compareRun) measure(ctx context.Context) error {
 				c := iterationCounts(size)
 				for i := range r.contenders {
 					// Rotate the order from round to round (the warm-up
-					// rounds, numbered below 0, end where round 1 begins).
+					// rounds, numbered below 0, continue the rotation into
+					// round 1).
 					n := len(r.contenders)
 					k := r.contenders[((i+round)%n+n)%n]
 					if missing[k.name] {
@@ -335,6 +339,12 @@ func (r *compareRun) measure(ctx context.Context) error {
 					case err != nil && k.name == ours:
 						if r.oursErr == nil {
 							r.oursErr = fmt.Errorf("%s, %s host, %d bytes: %w", r.roundName(round), l, size, err)
+						}
+					case err != nil && round < 0:
+						// Noted, but a failure in a measured round is noted
+						// too: the warm-up's does not stand for it.
+						if note := fmt.Sprintf("%s failed in a warm-up round, not counted (%s host, %d bytes): %v", k.name, l, size, err); !slices.Contains(r.notes, note) {
+							r.notes = append(r.notes, note)
 						}
 					case err != nil:
 						if !failed[k.name] {
@@ -362,7 +372,7 @@ func (r *compareRun) measure(ctx context.Context) error {
 // measured ones from 1, the warm-up ones (numbered below 0) apart.
 func (r *compareRun) roundName(round int) string {
 	if round < 0 {
-		return fmt.Sprintf("warm-up round %d/%d (not counted)", round+r.warmup+1, r.warmup)
+		return fmt.Sprintf("warm-up round %d/%d, not counted", round+r.warmup+1, r.warmup)
 	}
 	return fmt.Sprintf("round %d/%d", round+1, r.rounds)
 }
@@ -394,7 +404,11 @@ func roundLoads(loads []load, round int) []load {
 // table prints the medians and the same-round ratios.
 func (r *compareRun) table(w io.Writer) error {
 	p := &results{w: w}
-	p.printf("# ptlbench -compare: %d interleaved rounds, after %d warm-up round(s) not counted; value = median over the rounds; ratio = goportals / contender, median of the same-round ratios, over n rounds\n", r.rounds, r.warmup)
+	warm := ""
+	if r.warmup > 0 {
+		warm = fmt.Sprintf(", after %d warm-up round(s) not counted", r.warmup)
+	}
+	p.printf("# ptlbench -compare: %d interleaved rounds%s; value = median over the rounds; ratio = goportals / contender, median of the same-round ratios, over n rounds\n", r.rounds, warm)
 	p.printf("# latency: one-way, half a round trip (lower is better); MB/s = 10^6 bytes/s (higher is better); ping-pong peers count both directions\n")
 	p.printf("%-10s %-10s %-6s %-28s %12s %8s %3s\n", "metric", "size", "host", "contender", "value", "ratio", "n")
 	for _, m := range []metric{latency, bandwidth} {

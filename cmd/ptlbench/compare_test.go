@@ -304,6 +304,7 @@ func TestCompareUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"-compare", "put_lat"},
 		{"-compare", "-rounds", "0"},
+		{"-compare", "-warmup", "-1"},
 		{"-compare", "-sizes", "8,zero"},
 		{"-compare", "-peers", "mpich"},
 		{"-plot", "cmp.svg"},
