@@ -348,6 +348,10 @@ func (l *tcpLink) unfence() []*outItem {
 	return ready
 }
 
+// testUnfencedHook, set by a test, runs in complete after the frames a fence
+// held were queued, before they are written.
+var testUnfencedHook func(*tcpLink)
+
 // countReads counts the READs and atomics among frames not yet sent.
 func countReads(its []*outItem) int {
 	n := 0
@@ -388,7 +392,22 @@ func (l *tcpLink) complete(tok uint64, st verbs.Status, byteLen uint32) bool {
 			}
 		}
 	}
+	var dropped []*outItem
+	if len(ready) > 0 {
+		if st == verbs.StatusSuccess {
+			// Queued before pmu is let go: a request posted from then on
+			// finds the fence cleared and must go after these.
+			dropped = l.queueLocked(ready)
+		} else {
+			dropped = ready // the link fails: flushed with the other requests
+		}
+	}
 	l.pmu.Unlock()
+	for _, it := range dropped {
+		for _, h := range it.holds {
+			release(h)
+		}
+	}
 	for _, h := range p.holds {
 		release(h)
 	}
@@ -423,12 +442,26 @@ func (l *tcpLink) complete(tok uint64, st verbs.Status, byteLen uint32) bool {
 		go l.broken(fmt.Errorf("peer answered %v", st))
 		return true
 	}
-	for _, it := range ready {
-		if !l.enqueue(it) {
-			for _, h := range it.holds {
-				release(h)
-			}
+	if len(ready) > len(dropped) {
+		if h := testUnfencedHook; h != nil {
+			h(l)
 		}
+		l.flushTx()
 	}
 	return true
+}
+
+// queueLocked appends frames to the send queue, in order, under pmu (the lock
+// order is pmu, then txMu): a request posted after pmu is let go goes behind
+// them. It returns the frames it could not queue (the link failed), whose holds
+// the caller releases.
+func (l *tcpLink) queueLocked(its []*outItem) []*outItem {
+	raceRelease() // (see enqueue)
+	l.txMu.Lock()
+	defer l.txMu.Unlock()
+	if l.failed.Load() {
+		return its
+	}
+	l.out = append(l.out, its...)
+	return nil
 }
