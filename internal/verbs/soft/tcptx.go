@@ -33,6 +33,20 @@ func (l *tcpLink) flushTx() bool {
 		return true
 	}
 	defer l.txMu.Unlock()
+	return l.flushLocked()
+}
+
+// flushWait is flushTx that waits for txMu: for frames that nothing else would
+// write. (Where flushTx finds txMu taken, its holder may be one that writes
+// nothing, such as item for a request that a fence then holds.)
+func (l *tcpLink) flushWait() bool {
+	l.txMu.Lock()
+	defer l.txMu.Unlock()
+	return l.flushLocked()
+}
+
+// flushLocked is flushTx with txMu held.
+func (l *tcpLink) flushLocked() bool {
 	if l.conn == nil || l.failed.Load() {
 		return false
 	}
@@ -332,8 +346,8 @@ func b2i(b bool) int {
 	return 0
 }
 
-// unfence sends the frames a fence held once no READ or atomic before them is
-// outstanding (pmu held).
+// unfence returns the frames a fence held that may go now, no READ or atomic
+// before them being outstanding, and keeps the others (pmu held).
 func (l *tcpLink) unfence() []*outItem {
 	var ready []*outItem
 	i := 0
@@ -446,15 +460,17 @@ func (l *tcpLink) complete(tok uint64, st verbs.Status, byteLen uint32) bool {
 		if h := testUnfencedHook; h != nil {
 			h(l)
 		}
-		l.flushTx()
+		// Waits for txMu: a poster that holds it now (taking a frame item
+		// for a request a fence will hold) writes nothing when it lets go.
+		l.flushWait()
 	}
 	return true
 }
 
-// queueLocked appends frames to the send queue, in order, under pmu (the lock
-// order is pmu, then txMu): a request posted after pmu is let go goes behind
-// them. It returns the frames it could not queue (the link failed), whose holds
-// the caller releases.
+// queueLocked (pmu held; it takes txMu: the lock order is pmu, then txMu)
+// appends frames to the send queue in order: a request posted after pmu is let
+// go goes behind them. It returns the frames it could not queue (the link
+// failed), whose holds the caller releases.
 func (l *tcpLink) queueLocked(its []*outItem) []*outItem {
 	raceRelease() // (see enqueue)
 	l.txMu.Lock()
