@@ -173,8 +173,12 @@ type tcpLink struct {
 	peerQPN   uint32
 	peerNonce uint64
 
-	// txMu guards the frames to send and the position in the first one.
+	// txMu guards the frames to send and the position in the first one. Locks
+	// nest in this order: rxMu, pmu, txMu (then the context's c.mu, the look
+	// set's and the poller's locks). txPend: a flush found txMu taken and left
+	// the queued frames to its holder (see flushTx, unlockTx).
 	txMu   sync.Mutex
+	txPend atomic.Bool
 	out    []*outItem
 	outOff int // bytes of out[0] (header then parts) already written
 	iov    [][]byte

@@ -314,7 +314,7 @@ func (l *tcpLink) connectDeadline() {
 	q.mu.Lock()
 	l.txMu.Lock()
 	late := l.conn == nil && !l.failed.Load()
-	l.txMu.Unlock()
+	l.unlockTx()
 	if late {
 		l.failed.Store(true) // refuses a hello from now on (hello holds q.mu)
 	}

@@ -2,6 +2,7 @@ package soft
 
 import (
 	"bytes"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,12 +29,10 @@ func TestTCPFencedFrameNotOvertaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	posted := make(chan error, 1)
-	testUnfencedHook = func(*tcpLink) {
-		testUnfencedHook = nil
+	setUnfencedHook(t, func(*tcpLink) {
 		later := verbs.SendWR{ID: 3, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled, SG: []verbs.SGE{second.SGE(0, 1024)}, RemoteAddr: dst.Addr(0), RKey: dst.MR.RKey()}
 		posted <- p.A.QP.PostSend([]verbs.SendWR{later})
-	}
-	defer func() { testUnfencedHook = nil }()
+	})
 	bl.rxMu.Unlock()
 	var wc [4]verbs.WorkCompletion
 	done := map[uint64]bool{}
@@ -129,11 +128,9 @@ func TestTCPMessageAfterFenceNotOvertaking(t *testing.T) {
 		t.Fatal(err)
 	}
 	sent := make(chan error, 1)
-	testUnfencedHook = func(*tcpLink) {
-		testUnfencedHook = nil
+	setUnfencedHook(t, func(*tcpLink) {
 		sent <- ms.SendMessage([]byte("fin"))
-	}
-	defer func() { testUnfencedHook = nil }()
+	})
 	bl.rxMu.Unlock()
 	var wc [4]verbs.WorkCompletion
 	var msgs []string
@@ -163,9 +160,10 @@ func TestTCPMessageAfterFenceNotOvertaking(t *testing.T) {
 }
 
 // TestTCPFencedFrameWrittenWhenTxBusy: when the fence clears while another
-// holds the link's send lock and lets it go without writing (as a poster
-// taking a frame item for a request that the fence then holds does), the
-// released frames are written all the same.
+// holds the link's send lock and writes nothing (as a poster taking a frame
+// item for a request that the fence then holds, or the race build's barrier on
+// the receive side), the released frames are written as that holder lets go:
+// the flush that found the lock taken leaves them to it (txPend).
 func TestTCPFencedFrameWrittenWhenTxBusy(t *testing.T) {
 	p := tcpMsgPair(t, 64)
 	src := p.A.Reg(t, 4096, rwx, 3)
@@ -178,15 +176,15 @@ func TestTCPFencedFrameWrittenWhenTxBusy(t *testing.T) {
 		bl.rxMu.Unlock()
 		t.Fatal(err)
 	}
-	testUnfencedHook = func(l *tcpLink) {
-		testUnfencedHook = nil
+	ran := make(chan struct{})
+	setUnfencedHook(t, func(l *tcpLink) {
+		close(ran)
 		l.txMu.Lock()
 		go func() {
 			time.Sleep(20 * time.Millisecond)
-			l.txMu.Unlock() // and writes nothing
+			l.unlockTx() // as item does: it writes nothing of its own
 		}()
-	}
-	defer func() { testUnfencedHook = nil }()
+	})
 	bl.rxMu.Unlock()
 	var wc [4]verbs.WorkCompletion
 	done := map[uint64]bool{}
@@ -201,10 +199,24 @@ func TestTCPFencedFrameWrittenWhenTxBusy(t *testing.T) {
 		}
 		p.B.CQ.Poll(wc[:])
 	}
+	select {
+	case <-ran:
+	default:
+		t.Fatal("the fence never cleared (hook not run)")
+	}
 	if !done[2] {
 		t.Fatalf("completions %v in 5 s: the fenced WRITE was never written", done)
 	}
 	if !bytes.Equal(dst.Mem[:1024], src.Mem[:1024]) {
 		t.Fatal("the fenced WRITE's bytes are not at the destination")
 	}
+}
+
+// setUnfencedHook sets testUnfencedHook for one call, until the test ends.
+func setUnfencedHook(t *testing.T, h func(*tcpLink)) {
+	t.Helper()
+	var once sync.Once
+	f := func(l *tcpLink) { once.Do(func() { h(l) }) }
+	testUnfencedHook.Store(&f)
+	t.Cleanup(func() { testUnfencedHook.Store(nil) })
 }

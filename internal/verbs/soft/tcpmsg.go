@@ -194,7 +194,7 @@ func (l *tcpLink) sendNow(b []byte) {
 	l.nWrites.Add(1)
 	switch {
 	case err == nil && n == m:
-		l.txMu.Unlock()
+		l.unlockTx()
 		return
 	case err != nil && err != syscall.EAGAIN:
 		l.txMu.Unlock()

@@ -152,8 +152,7 @@ func (l *tcpLink) receive() (frames int, drained bool, err error) {
 				// race the write it answers. The write is made under txMu:
 				// waiting for txMu orders its reads before what follows.
 				l.txMu.Lock()
-				//lint:ignore SA2001 an empty critical section is the barrier
-				l.txMu.Unlock()
+				l.unlockTx() // (the barrier; a flush it held off goes now)
 			}
 			rx.have = 0
 			rx.f.get(rx.hdr[:])

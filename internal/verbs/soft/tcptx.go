@@ -3,6 +3,7 @@ package soft
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -27,22 +28,30 @@ func (l *tcpLink) enqueue(it *outItem) bool {
 }
 
 // flushTx writes queued frames until the socket is full; it reports whether
-// frames are still waiting.
+// frames are still waiting (true too where it left them to txMu's holder).
+// It does not wait for txMu: where another holds it, txPend asks the holder to
+// write them as it lets go (unlockTx; a holder that writes, flushLocked, takes
+// them anyway). The flag is set before a second try, so a holder that let go
+// before it could see the flag left the lock free for that try.
 func (l *tcpLink) flushTx() bool {
 	if !l.txMu.TryLock() {
-		return true
+		l.txPend.Store(true)
+		if !l.txMu.TryLock() {
+			return true
+		}
 	}
+	l.txPend.Store(false)
 	defer l.txMu.Unlock()
 	return l.flushLocked()
 }
 
-// flushWait is flushTx that waits for txMu: for frames that nothing else would
-// write. (Where flushTx finds txMu taken, its holder may be one that writes
-// nothing, such as item for a request that a fence then holds.)
-func (l *tcpLink) flushWait() bool {
-	l.txMu.Lock()
-	defer l.txMu.Unlock()
-	return l.flushLocked()
+// unlockTx lets txMu go where the holder wrote nothing, and writes the queued
+// frames if a flush found the lock taken meanwhile (see flushTx).
+func (l *tcpLink) unlockTx() {
+	l.txMu.Unlock()
+	if l.txPend.Load() {
+		l.flushTx()
+	}
 }
 
 // flushLocked is flushTx with txMu held.
@@ -148,7 +157,7 @@ func (l *tcpLink) answer(kind uint8, tok uint64, st verbs.Status, old uint64) {
 		l.ackDue.Store(tcpClock() + int64(tcpAnswerDelay))
 		l.q.ctx.tcp.acks.Add(1)
 	}
-	l.txMu.Unlock()
+	l.unlockTx()
 	if first {
 		l.q.ctx.ackQueued()
 	}
@@ -164,7 +173,7 @@ func tcpClock() int64 { return int64(time.Since(tcpEpoch)) }
 func (l *tcpLink) item() *outItem {
 	l.txMu.Lock()
 	it := l.itemLocked()
-	l.txMu.Unlock()
+	l.unlockTx()
 	return it
 }
 
@@ -364,7 +373,7 @@ func (l *tcpLink) unfence() []*outItem {
 
 // testUnfencedHook, set by a test, runs in complete after the frames a fence
 // held were queued, before they are written.
-var testUnfencedHook func(*tcpLink)
+var testUnfencedHook atomic.Pointer[func(*tcpLink)]
 
 // countReads counts the READs and atomics among frames not yet sent.
 func countReads(its []*outItem) int {
@@ -378,7 +387,8 @@ func countReads(its []*outItem) int {
 }
 
 // complete finishes the request tok with st (the receive side calls it, rxMu
-// held).
+// held). The frames a fence held behind the request go out before any request
+// posted after they were released.
 func (l *tcpLink) complete(tok uint64, st verbs.Status, byteLen uint32) bool {
 	l.pmu.Lock()
 	p := l.pending[tok]
@@ -457,12 +467,10 @@ func (l *tcpLink) complete(tok uint64, st verbs.Status, byteLen uint32) bool {
 		return true
 	}
 	if len(ready) > len(dropped) {
-		if h := testUnfencedHook; h != nil {
-			h(l)
+		if h := testUnfencedHook.Load(); h != nil {
+			(*h)(l)
 		}
-		// Waits for txMu: a poster that holds it now (taking a frame item
-		// for a request a fence will hold) writes nothing when it lets go.
-		l.flushWait()
+		l.flushTx()
 	}
 	return true
 }
