@@ -174,8 +174,8 @@ type tcpLink struct {
 	peerNonce uint64
 
 	// txMu guards the frames to send and the position in the first one. Locks
-	// nest in this order: rxMu, pmu, txMu (then the context's c.mu, the look
-	// set's and the poller's locks). txPend: a flush found txMu taken and left
+	// nest in this order: rxMu, the queue pair's mu, pmu, txMu (then the
+	// context's c.mu, the look set's and the poller's locks). txPend: a flush found txMu taken and left
 	// the queued frames to its holder (see flushTx, unlockTx).
 	txMu   sync.Mutex
 	txPend atomic.Bool

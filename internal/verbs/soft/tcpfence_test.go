@@ -181,8 +181,16 @@ func TestTCPFencedFrameWrittenWhenTxBusy(t *testing.T) {
 		close(ran)
 		l.txMu.Lock()
 		go func() {
-			time.Sleep(20 * time.Millisecond)
-			l.unlockTx() // as item does: it writes nothing of its own
+			// Let go once complete's flush met the lock (it says so in
+			// txPend), as item does: writing nothing of its own.
+			for i := 0; !l.txPend.Load(); i++ {
+				if i == 1000 {
+					t.Error("complete's flush never met the held lock (txPend not set in 1 s)")
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			l.unlockTx()
 		}()
 	})
 	bl.rxMu.Unlock()

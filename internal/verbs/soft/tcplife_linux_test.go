@@ -91,7 +91,7 @@ func TestTCPCloseEndsPoller(t *testing.T) {
 	for _, l := range []*tcpLink{la, lb} {
 		l.txMu.Lock()
 		fd := l.fd
-		l.txMu.Unlock()
+		l.unlockTx()
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
 			t.Fatal(err)

@@ -208,7 +208,7 @@ func TestTCPPollPacesLooksInBulk(t *testing.T) {
 	part := make([]byte, 4<<10)
 	la.txMu.Lock()
 	m, err := writev(la.fd, [][]byte{hdr[:], part})
-	la.txMu.Unlock()
+	la.unlockTx()
 	if err != nil || m != len(hdr)+len(part) {
 		t.Fatalf("writev: %d, %v", m, err)
 	}

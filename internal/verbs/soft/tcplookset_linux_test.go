@@ -290,7 +290,7 @@ func TestTCPLookSetLeavesPacedLinks(t *testing.T) {
 		t.Helper()
 		la.txMu.Lock()
 		_, err := writev(la.fd, b)
-		la.txMu.Unlock()
+		la.unlockTx()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -236,7 +236,7 @@ func (l *tcpLink) sendMessage(b []byte) error {
 			l.sendNow(b) // (unlocks txMu)
 			return nil
 		}
-		l.txMu.Unlock()
+		l.txMu.Unlock() // (a flush that met the lock: item below lets go with unlockTx)
 	}
 	it := l.item()
 	it.inl = append(it.inl[:0], b...)

@@ -29,10 +29,12 @@ func (l *tcpLink) enqueue(it *outItem) bool {
 
 // flushTx writes queued frames until the socket is full; it reports whether
 // frames are still waiting (true too where it left them to txMu's holder).
-// It does not wait for txMu: where another holds it, txPend asks the holder to
-// write them as it lets go (unlockTx; a holder that writes, flushLocked, takes
-// them anyway). The flag is set before a second try, so a holder that let go
-// before it could see the flag left the lock free for that try.
+// It does not wait for txMu. Where another holds it, the frames are the
+// holder's to write: it writes the queue (flushLocked), or calls flushTx after
+// letting go (enqueue, sendMessage, start, complete), or fails the link, or
+// lets go with unlockTx, which writes them when txPend says a flush met the
+// lock. The flag is set before the second try: whoever lets the lock go after
+// that try failed does so after the flag was set, and sees it.
 func (l *tcpLink) flushTx() bool {
 	if !l.txMu.TryLock() {
 		l.txPend.Store(true)
@@ -40,7 +42,9 @@ func (l *tcpLink) flushTx() bool {
 			return true
 		}
 	}
-	l.txPend.Store(false)
+	if l.txPend.Load() {
+		l.txPend.Store(false)
+	}
 	defer l.txMu.Unlock()
 	return l.flushLocked()
 }
@@ -478,7 +482,8 @@ func (l *tcpLink) complete(tok uint64, st verbs.Status, byteLen uint32) bool {
 // queueLocked (pmu held; it takes txMu: the lock order is pmu, then txMu)
 // appends frames to the send queue in order: a request posted after pmu is let
 // go goes behind them. It returns the frames it could not queue (the link
-// failed), whose holds the caller releases.
+// failed), whose holds the caller releases; the caller writes the others
+// (flushTx) once it let pmu go.
 func (l *tcpLink) queueLocked(its []*outItem) []*outItem {
 	raceRelease() // (see enqueue)
 	l.txMu.Lock()

@@ -25,7 +25,7 @@ func TestTCPBufferReuseAfterCompletion(t *testing.T) {
 	for _, l := range []*tcpLink{la, lb} {
 		l.txMu.Lock()
 		fd := l.fd
-		l.txMu.Unlock()
+		l.unlockTx()
 		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 16<<20)
 		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20)
 	}
