@@ -90,3 +90,10 @@ func (s segView) acquire(key uint32, addr, n uint64, need verbs.Access, pd uint3
 }
 
 func release(inflight *int32) { atomic.AddInt32(inflight, -1) }
+
+// releaseAll releases every hold of hs.
+func releaseAll(hs []*int32) {
+	for _, h := range hs {
+		release(h)
+	}
+}

@@ -173,10 +173,11 @@ type tcpLink struct {
 	peerQPN   uint32
 	peerNonce uint64
 
-	// txMu guards the frames to send and the position in the first one. Locks
-	// nest in this order: rxMu, the queue pair's mu, pmu, txMu (then the
-	// context's c.mu, the look set's and the poller's locks). txPend: a flush found txMu taken and left
-	// the queued frames to its holder (see flushTx, unlockTx).
+	// txMu guards the frames to send and the position in the first one.
+	// Locks nest in this order: rxMu, the queue pair's mu, pmu, txMu (then
+	// the context's c.mu, the look set's and the poller's locks). txPend: a
+	// flush found txMu taken and left the queued frames to its holder (see
+	// flushTx, unlockTx).
 	txMu   sync.Mutex
 	txPend atomic.Bool
 	out    []*outItem
@@ -397,18 +398,14 @@ func (l *tcpLink) shut() {
 			l.conn.Close()
 		}
 		for _, it := range l.out {
-			for _, h := range it.holds {
-				release(h)
-			}
+			releaseAll(it.holds)
 		}
 		l.out = nil
 		if l.ackDue.Swap(0) != 0 {
 			l.q.ctx.tcp.acks.Add(-1)
 		}
 		l.txMu.Unlock()
-		for _, h := range l.rx.holds {
-			release(h)
-		}
+		releaseAll(l.rx.holds)
 		l.rx.holds = nil
 		// Messages held whole in the staging buffer stay for PollMessages
 		// (not when the queue pair is being destroyed).
@@ -417,9 +414,7 @@ func (l *tcpLink) shut() {
 		l.rxMu.Unlock()
 		l.pmu.Lock()
 		for _, it := range l.held {
-			for _, h := range it.holds {
-				release(h)
-			}
+			releaseAll(it.holds)
 		}
 		l.held = nil
 		l.pmu.Unlock()
@@ -445,9 +440,7 @@ func (l *tcpLink) flush(st verbs.Status) {
 		if p == nil {
 			continue
 		}
-		for _, h := range p.holds {
-			release(h)
-		}
+		releaseAll(p.holds)
 		if st == verbs.StatusRetryExceeded {
 			if l.dead.Swap(true) {
 				st = verbs.StatusWorkRequestFlushed

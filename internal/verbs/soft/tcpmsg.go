@@ -166,9 +166,7 @@ func (l *tcpLink) applyLeft() {
 		l.rx.msg = false // its payload never came
 	}
 	// A frame whose payload never comes: the regions it held are let go.
-	for _, h := range l.rx.holds {
-		release(h)
-	}
+	releaseAll(l.rx.holds)
 	l.rx.holds = l.rx.holds[:0]
 }
 

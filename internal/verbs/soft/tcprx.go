@@ -376,9 +376,7 @@ func (l *tcpLink) endFrame() error {
 	if l.bulkUntil.Load() != 0 {
 		l.bulkUntil.Store(0) // the large frame is all here
 	}
-	for _, h := range rx.holds {
-		release(h)
-	}
+	releaseAll(rx.holds)
 	rx.holds = rx.holds[:0]
 	rx.body = false
 	act := rx.act
@@ -492,9 +490,7 @@ func (l *tcpLink) beginSend() error {
 	}
 	q.mu.Unlock()
 	if st != verbs.StatusSuccess {
-		for _, h := range rx.holds {
-			release(h)
-		}
+		releaseAll(rx.holds)
 		rx.holds = rx.holds[:0]
 		rx.dst = append(rx.dst[:0], nil)
 	}

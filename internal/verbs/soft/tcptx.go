@@ -13,17 +13,26 @@ import (
 
 // enqueue adds a frame to send and tries to send at once.
 func (l *tcpLink) enqueue(it *outItem) bool {
+	if !l.queue(it) {
+		return false
+	}
+	l.flushTx()
+	return true
+}
+
+// queue appends frames to the send queue, in order, unless the link failed;
+// it reports whether it did. The caller writes them (flushTx) or leaves them
+// to a frame that follows.
+func (l *tcpLink) queue(its ...*outItem) bool {
 	// The stream carries happens-before edges the race detector cannot see: what
 	// this goroutine wrote before the frame, the peer sees after it.
 	raceRelease()
 	l.txMu.Lock()
+	defer l.txMu.Unlock()
 	if l.failed.Load() {
-		l.txMu.Unlock()
 		return false
 	}
-	l.out = append(l.out, it)
-	l.txMu.Unlock()
-	l.flushTx()
+	l.out = append(l.out, its...)
 	return true
 }
 
@@ -110,9 +119,7 @@ func (l *tcpLink) flushLocked() bool {
 			}
 			n -= size
 			it := l.out[k]
-			for _, h := range it.holds {
-				release(h)
-			}
+			releaseAll(it.holds)
 			if it.pool && len(l.free) < 256 {
 				clear(it.part[:])
 				clear(it.hold[:])
@@ -288,9 +295,7 @@ func (l *tcpLink) postSend(wrs []verbs.SendWR) error {
 			}
 		}
 		if !ok {
-			for _, h := range holds {
-				release(h)
-			}
+			releaseAll(holds)
 			q.state.Store(uint32(verbs.QPError))
 			q.scq.push(verbs.WorkCompletion{ID: wr.ID, Status: verbs.StatusLocalProtectionError,
 				Opcode: verbs.OpcodeOf(wr.Opcode), QPNum: q.num})
@@ -344,9 +349,7 @@ func (l *tcpLink) postSend(wrs []verbs.SendWR) error {
 		}
 		l.pmu.Unlock()
 		if !l.enqueue(it) {
-			for _, h := range it.holds {
-				release(h)
-			}
+			releaseAll(it.holds)
 		}
 	}
 	return nil
@@ -422,23 +425,19 @@ func (l *tcpLink) complete(tok uint64, st verbs.Status, byteLen uint32) bool {
 	}
 	var dropped []*outItem
 	if len(ready) > 0 {
-		if st == verbs.StatusSuccess {
-			// Queued before pmu is let go: a request posted from then on
-			// finds the fence cleared and must go after these.
-			dropped = l.queueLocked(ready)
-		} else {
-			dropped = ready // the link fails: flushed with the other requests
+		// Queued before pmu is let go (the lock order is pmu, then txMu):
+		// a request posted from then on finds the fence cleared and must go
+		// after these. On an error the link fails: they are flushed with its
+		// other requests.
+		if st != verbs.StatusSuccess || !l.queue(ready...) {
+			dropped = ready
 		}
 	}
 	l.pmu.Unlock()
 	for _, it := range dropped {
-		for _, h := range it.holds {
-			release(h)
-		}
+		releaseAll(it.holds)
 	}
-	for _, h := range p.holds {
-		release(h)
-	}
+	releaseAll(p.holds)
 	if st != verbs.StatusSuccess {
 		l.q.mu.Lock()
 		if l.q.State() == verbs.QPReady {
@@ -477,20 +476,4 @@ func (l *tcpLink) complete(tok uint64, st verbs.Status, byteLen uint32) bool {
 		l.flushTx()
 	}
 	return true
-}
-
-// queueLocked (pmu held; it takes txMu: the lock order is pmu, then txMu)
-// appends frames to the send queue in order: a request posted after pmu is let
-// go goes behind them. It returns the frames it could not queue (the link
-// failed), whose holds the caller releases; the caller writes the others
-// (flushTx) once it let pmu go.
-func (l *tcpLink) queueLocked(its []*outItem) []*outItem {
-	raceRelease() // (see enqueue)
-	l.txMu.Lock()
-	defer l.txMu.Unlock()
-	if l.failed.Load() {
-		return its
-	}
-	l.out = append(l.out, its...)
-	return nil
 }
