@@ -87,16 +87,9 @@ type dbench struct {
 // open opens the direct NI's connection between ranks 0 and 1: one untimed
 // ping-pong of empty puts, counted on recvCT like the measured ones.
 func (d *dbench) open(ctx context.Context, b *bench) error {
-	if b.rank == 0 {
-		if err := d.put(b, 0, portals.NoAckReq); err != nil {
-			return err
-		}
-		return d.waitRecv(ctx, 1)
-	}
-	if err := d.waitRecv(ctx, 1); err != nil {
-		return err
-	}
-	return d.put(b, 0, portals.NoAckReq)
+	return pingPong(b.rank,
+		func() error { return d.put(b, 0, portals.NoAckReq) },
+		func() error { return d.waitRecv(ctx, 1) })
 }
 
 var dbenches struct {
@@ -192,18 +185,9 @@ func measureDirectLat(ctx context.Context, b *bench, size, warmup, iters int) (f
 		return 0, err
 	}
 	benchStep("go")
-	round := func() error {
-		if b.rank == 0 {
-			if err := d.put(b, size, portals.NoAckReq); err != nil {
-				return err
-			}
-			return d.waitRecv(ctx, 1)
-		}
-		if err := d.waitRecv(ctx, 1); err != nil {
-			return err
-		}
-		return d.put(b, size, portals.NoAckReq)
-	}
+	put := func() error { return d.put(b, size, portals.NoAckReq) }
+	wait := func() error { return d.waitRecv(ctx, 1) }
+	round := func() error { return pingPong(b.rank, put, wait) }
 	for i := 0; i < warmup; i++ {
 		if err := round(); err != nil {
 			return 0, err

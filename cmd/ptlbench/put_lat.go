@@ -32,18 +32,9 @@ func measurePutLat(ctx context.Context, b *bench, size, warmup, iters int) (floa
 	if !b.active() {
 		return 0, nil
 	}
-	round := func() error {
-		if b.rank == 0 {
-			if err := b.put(size, portals.NoAckReq); err != nil {
-				return err
-			}
-			return b.waitRecv(ctx, 1)
-		}
-		if err := b.waitRecv(ctx, 1); err != nil {
-			return err
-		}
-		return b.put(size, portals.NoAckReq)
-	}
+	put := func() error { return b.put(size, portals.NoAckReq) }
+	wait := func() error { return b.waitRecv(ctx, 1) }
+	round := func() error { return pingPong(b.rank, put, wait) }
 	for i := 0; i < warmup; i++ {
 		if err := round(); err != nil {
 			return 0, err
