@@ -352,22 +352,85 @@ func TestTCPPollerLeavesGoNetpollerWhileNapping(t *testing.T) {
 	c, want := pollerInNetpoller(t, l)
 	// Callers poll, and a message arrives meanwhile (a poller parked in its
 	// wait stays there until something arrives): the poller wakes, finds them
-	// polling, and naps while they go on. (Each ping-pong leaves a receive
-	// posted: a few dozen at most.)
-	var wc [4]verbs.WorkCompletion
-	for i := 0; ; i++ {
+	// polling, and naps while they go on. A caller keeps polling on its own
+	// goroutine while the test looks, and the looks do not stop the world (the
+	// poller's state comes from a dump of all goroutines, which does, so it is
+	// read only for the failure's message): a pause in the polling longer than
+	// a nap sends the poller back to its wait, where it stays until the next
+	// arrival. The test looks until a deadline, since how soon the poller runs
+	// is the scheduler's (on a loaded host a thread can wait tens of
+	// milliseconds for a core), with a ping-pong every 200 ms in case the
+	// poller went back to its wait (each leaves a receive posted: at most 50).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
 		tcpPingPong(t, p, 1)
-		for j := 0; j < 1000; j++ {
-			p.A.CQ.Poll(wc[:])
+		stop, stopped := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(stopped)
+			var wc [4]verbs.WorkCompletion
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for j := 0; j < 1000; j++ {
+					p.A.CQ.Poll(wc[:])
+				}
+			}
+		}()
+		// The duplicate closed (one descriptor opens the set) and the socket
+		// out of the set: the poller naps (it opens the duplicate again and
+		// watches the sockets only to wait).
+		var n, dups int
+		for next := time.Now().Add(200 * time.Millisecond); time.Now().Before(next); time.Sleep(time.Millisecond) {
+			if n, dups = epollFDsHolding(c, want), pollerEpollCopies(t, c); n == 0 && dups == 1 {
+				break
+			}
 		}
-		st, n := pollerState(c), epollFDsHolding(c, want)
-		if st == "select" && n == 0 {
+		close(stop)
+		<-stopped
+		if n == 0 && dups == 1 {
 			return
 		}
-		if i == 30 {
-			t.Fatalf("callers polling (poller's state %q): %d epoll descriptors hold the link's socket, want 0 (the duplicate closed, the socket out of the set)", st, n)
+		if time.Now().After(deadline) {
+			t.Fatalf("callers polling (poller's state %q): %d epoll descriptors hold the link's socket, want 0 (the socket out of the set); %d descriptors open the poller's epoll set, want 1 (the duplicate closed)", pollerState(c), n, dups)
 		}
 	}
+}
+
+// kcmpFile is KCMP_FILE of linux/kcmp.h: kcmp(2) compares two descriptors'
+// open files.
+const kcmpFile = 0
+
+// pollerEpollCopies counts this process's descriptors that open the epoll set
+// of c's poller: 2 while its duplicate is open (registered in Go's network
+// poller), 1 once it is closed. It skips the test where kcmp(2) is not allowed.
+func pollerEpollCopies(t *testing.T, c *Context) int {
+	t.Helper()
+	c.tcp.pmu.Lock()
+	p := c.tcp.poller
+	c.tcp.pmu.Unlock()
+	if p == nil {
+		return 0
+	}
+	pid := uintptr(os.Getpid())
+	fds, _ := os.ReadDir("/proc/self/fd")
+	n := 0
+	for _, e := range fds {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		r, _, errno := unix.Syscall6(unix.SYS_KCMP, pid, pid, kcmpFile, uintptr(p.ep), uintptr(fd), 0)
+		switch {
+		case errno == unix.ENOSYS || errno == unix.EPERM:
+			t.Skipf("kcmp(2) refused (%v): cannot tell the poller's duplicate from other descriptors", errno)
+		case errno == 0 && r == 0:
+			n++
+		}
+	}
+	return n
 }
 
 // epollFDsHolding counts this process's epoll descriptors whose targets
@@ -431,10 +494,10 @@ func pollerInNetpoller(t *testing.T, l *tcpLink) (*Context, string) {
 	c := l.q.ctx
 	c.wakePoller()
 	deadline := time.Now().Add(10 * time.Second)
-	for !c.tcp.asleep.Load() || pollerState(c) != "IO wait" || epollFDsHolding(c, want) != 2 {
+	for !c.tcp.asleep.Load() || pollerState(c) != "IO wait" || epollFDsHolding(c, want) != 2 || pollerEpollCopies(t, c) != 2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the poller does not wait in the network poller (state %q, %d epoll descriptors hold the socket, want 2)",
-				pollerState(c), epollFDsHolding(c, want))
+			t.Fatalf("the poller does not wait in the network poller (state %q, %d epoll descriptors hold the socket, want 2; %d open its set, want 2)",
+				pollerState(c), epollFDsHolding(c, want), pollerEpollCopies(t, c))
 		}
 		time.Sleep(time.Millisecond)
 	}
