@@ -36,17 +36,8 @@ func lostLinkCase(t *testing.T) bool {
 		t.Fatal(err)
 	}
 	ino := fmt.Sprintf(" ino:%x ", st.Ino)
+	awaitPollerNapping(t, p, c, ino, false)
 	var wc [4]verbs.WorkCompletion
-	deadline := time.Now().Add(10 * time.Second)
-	for pollerState(c) != "select" || epollFDsHolding(c, ino) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("callers polling: the poller (state %q) still watches the link's socket", pollerState(c))
-		}
-		tcpPingPong(t, p, 1) // (a poller waiting in the kernel wakes when something comes)
-		for j := 0; j < 1000; j++ {
-			p.A.CQ.Poll(wc[:])
-		}
-	}
 	// Idle by now (polls that found nothing): its socket is in the look set.
 	for deadline := time.Now().Add(10 * time.Second); !la.armed.Load(); {
 		if time.Now().After(deadline) {
