@@ -357,8 +357,7 @@ func TestTCPPollerLeavesGoNetpollerWhileNapping(t *testing.T) {
 
 // awaitPollerNapping makes p.A's callers poll and returns once the poller of
 // c (p.A's context) naps: the socket named by want out of its set and, with
-// dup, its duplicate closed (one descriptor opens the set; not checked where
-// kcmp(2) is refused). A poller parked in its wait stays there until something
+// dup, its duplicate closed (one descriptor opens the set). A poller parked in its wait stays there until something
 // arrives, so it pings first. A goroutine keeps polling while it looks, and the
 // looks do not stop the world (the poller's state comes from a dump of all
 // goroutines, which does, so it is read only for the failure's message): a
@@ -369,12 +368,14 @@ func TestTCPPollerLeavesGoNetpollerWhileNapping(t *testing.T) {
 // wait (each leaves a receive posted: about 50 in 10 s).
 func awaitPollerNapping(t *testing.T, p *verbstest.Pair, c *Context, want string, dup bool) {
 	t.Helper()
-	if dup && pollerEpollCopies(c) < 0 {
-		t.Log("kcmp(2) refused: the duplicate's closing is not checked, only the set")
-		dup = false
-	}
 	napping := func(n, dups int) bool { return n == 0 && (dups == 1 || !dup) }
 	look := func() (n, dups int) {
+		c.tcp.pmu.Lock()
+		running := c.tcp.poller != nil
+		c.tcp.pmu.Unlock()
+		if !running {
+			return -1, -1 // (no poller: nobody naps)
+		}
 		n, dups = epollFDsHolding(c, want), -1
 		if dup {
 			dups = pollerEpollCopies(c)
@@ -416,26 +417,20 @@ func awaitPollerNapping(t *testing.T, p *verbstest.Pair, c *Context, want string
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("callers polling (poller's state %q, read after the polling stopped): %d epoll descriptors hold the link's socket, want 0 (the socket out of the set); %d descriptors open the poller's epoll set, want 1 (the duplicate closed; -1: not known or not asked)", pollerState(c), n, dups)
+			msg := fmt.Sprintf("callers polling (poller's state %q, read after the polling stopped): %d epoll descriptors hold the link's socket, want 0 (the socket out of the set)", pollerState(c), n)
+			if dup {
+				msg += fmt.Sprintf("; %d descriptors open the poller's epoll set, want 1 (the duplicate closed)", dups)
+			}
+			t.Fatal(msg)
 		}
 	}
 }
 
-// dupOpen reports whether the duplicate of c's poller's epoll descriptor is
-// open (two descriptors open the set), or cannot be known (kcmp(2) refused).
-func dupOpen(c *Context) bool {
-	n := pollerEpollCopies(c)
-	return n == 2 || n == -1
-}
-
-// kcmpFile is KCMP_FILE of linux/kcmp.h: kcmp(2) compares two descriptors'
-// open files.
-const kcmpFile = 0
-
 // pollerEpollCopies counts this process's descriptors that open the epoll set
 // of c's poller: 2 while its duplicate is open (registered in Go's network
-// poller), 1 once it is closed; -1 where kcmp(2) is refused (seccomp profiles
-// of containers often refuse it), so that the callers check the rest.
+// poller), 1 once it is closed. A descriptor opens the set when its fdinfo
+// lists the poller's eventfd as a target: no other set watches that
+// descriptor, and a duplicate's fdinfo is the set's.
 func pollerEpollCopies(c *Context) int {
 	c.tcp.pmu.Lock()
 	p := c.tcp.poller
@@ -443,20 +438,19 @@ func pollerEpollCopies(c *Context) int {
 	if p == nil {
 		return 0
 	}
-	pid := uintptr(os.Getpid())
-	fds, _ := os.ReadDir("/proc/self/fd")
+	target := fmt.Sprintf("tfd: %8d events:", p.evfd)
+	fds, _ := os.ReadDir("/proc/self/fdinfo")
 	n := 0
 	for _, e := range fds {
-		fd, err := strconv.Atoi(e.Name())
+		info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
 		if err != nil {
 			continue
 		}
-		r, _, errno := unix.Syscall6(unix.SYS_KCMP, pid, pid, kcmpFile, uintptr(p.ep), uintptr(fd), 0)
-		switch {
-		case errno == unix.ENOSYS || errno == unix.EPERM:
-			return -1
-		case errno == 0 && r == 0:
-			n++
+		for _, line := range strings.Split(string(info), "\n") {
+			if strings.HasPrefix(line, target) {
+				n++
+				break
+			}
 		}
 	}
 	return n
@@ -523,9 +517,9 @@ func pollerInNetpoller(t *testing.T, l *tcpLink) (*Context, string) {
 	c := l.q.ctx
 	c.wakePoller()
 	deadline := time.Now().Add(10 * time.Second)
-	for !c.tcp.asleep.Load() || pollerState(c) != "IO wait" || epollFDsHolding(c, want) != 2 || !dupOpen(c) {
+	for !c.tcp.asleep.Load() || pollerState(c) != "IO wait" || epollFDsHolding(c, want) != 2 || pollerEpollCopies(c) != 2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the poller does not wait in the network poller (state %q, %d epoll descriptors hold the socket, want 2; %d open its set, want 2, or -1: not known)",
+			t.Fatalf("the poller does not wait in the network poller (state %q, %d epoll descriptors hold the socket, want 2; %d open its set, want 2)",
 				pollerState(c), epollFDsHolding(c, want), pollerEpollCopies(c))
 		}
 		time.Sleep(time.Millisecond)
