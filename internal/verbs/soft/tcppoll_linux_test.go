@@ -357,8 +357,9 @@ func TestTCPPollerLeavesGoNetpollerWhileNapping(t *testing.T) {
 
 // awaitPollerNapping makes p.A's callers poll and returns once the poller of
 // c (p.A's context) naps: the socket named by want out of its set and, with
-// dup, its duplicate closed (one descriptor opens the set). A poller parked in its wait stays there until something
-// arrives, so it pings first. A goroutine keeps polling while it looks, and the
+// dup, its duplicate closed (one descriptor opens the set). A poller parked in
+// its wait stays there until something arrives, so it pings first. A
+// goroutine keeps polling while it looks, and the
 // looks do not stop the world (the poller's state comes from a dump of all
 // goroutines, which does, so it is read only for the failure's message): a
 // pause in the polling longer than a nap sends the poller back to its wait.
@@ -369,16 +370,22 @@ func TestTCPPollerLeavesGoNetpollerWhileNapping(t *testing.T) {
 func awaitPollerNapping(t *testing.T, p *verbstest.Pair, c *Context, want string, dup bool) {
 	t.Helper()
 	napping := func(n, dups int) bool { return n == 0 && (dups == 1 || !dup) }
-	look := func() (n, dups int) {
+	poller := func() *tcpPoller {
 		c.tcp.pmu.Lock()
-		running := c.tcp.poller != nil
-		c.tcp.pmu.Unlock()
-		if !running {
+		defer c.tcp.pmu.Unlock()
+		return c.tcp.poller
+	}
+	look := func() (n, dups int) {
+		pl := poller()
+		if pl == nil {
 			return -1, -1 // (no poller: nobody naps)
 		}
 		n, dups = epollFDsHolding(c, want), -1
 		if dup {
 			dups = pollerEpollCopies(c)
+		}
+		if poller() != pl {
+			return -1, -1 // (it ended or was replaced meanwhile)
 		}
 		return n, dups
 	}
@@ -417,7 +424,10 @@ func awaitPollerNapping(t *testing.T, p *verbstest.Pair, c *Context, want string
 			return
 		}
 		if time.Now().After(deadline) {
-			msg := fmt.Sprintf("callers polling (poller's state %q, read after the polling stopped): %d epoll descriptors hold the link's socket, want 0 (the socket out of the set)", pollerState(c), n)
+			if n < 0 {
+				t.Fatal("callers polling: the context had no poller at the last look")
+			}
+			msg := fmt.Sprintf("callers polling (poller's state %q, read after the polling stopped): %d epoll descriptors hold the link's socket at the last look, want 0 (the socket out of the set)", pollerState(c), n)
 			if dup {
 				msg += fmt.Sprintf("; %d descriptors open the poller's epoll set, want 1 (the duplicate closed)", dups)
 			}
