@@ -100,10 +100,7 @@ func TestTCPCloseEndsPoller(t *testing.T) {
 	}
 	ctxs := []*Context{la.q.ctx, lb.q.ctx}
 	for _, c := range ctxs {
-		c.tcp.pmu.Lock()
-		pl := c.tcp.poller
-		c.tcp.pmu.Unlock()
-		if pl == nil {
+		if currentPoller(c) == nil {
 			t.Fatal("no poller serves the context's link")
 		}
 	}
@@ -115,10 +112,7 @@ func TestTCPCloseEndsPoller(t *testing.T) {
 	deadline := time.Now().Add(hangGuard)
 	for _, c := range ctxs {
 		for {
-			c.tcp.pmu.Lock()
-			gone := c.tcp.poller == nil
-			c.tcp.pmu.Unlock()
-			if gone {
+			if currentPoller(c) == nil {
 				break
 			}
 			if time.Now().After(deadline) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -109,9 +110,7 @@ func TestTCPOnePollerPerContext(t *testing.T) {
 	watchers := strings.Count(stacks, "soft.(*tcpLink).watch(")
 	var pollers []*tcpPoller
 	for _, c := range []*Context{p.A.QP.(*qp).ctx, p.B.QP.(*qp).ctx} {
-		c.tcp.pmu.Lock()
-		pollers = append(pollers, c.tcp.poller)
-		c.tcp.pmu.Unlock()
+		pollers = append(pollers, currentPoller(c))
 	}
 	if watchers != 0 || pollers[0] == nil || pollers[1] == nil || pollers[0] == pollers[1] {
 		t.Fatalf("8 links in 2 contexts: %d watcher goroutines, pollers %p and %p, want none and one poller per context",
@@ -330,12 +329,17 @@ func TestTCPPollerWaitsOffTheProcessor(t *testing.T) {
 	}
 }
 
+// currentPoller returns c's poller, nil while it has none.
+func currentPoller(c *Context) *tcpPoller {
+	c.tcp.pmu.Lock()
+	defer c.tcp.pmu.Unlock()
+	return c.tcp.poller
+}
+
 // pollerState returns the state of the goroutine running c's tcpPoller.run,
 // as the runtime's goroutine dump shows it ("syscall", "IO wait", ...).
 func pollerState(c *Context) string {
-	c.tcp.pmu.Lock()
-	p := c.tcp.poller
-	c.tcp.pmu.Unlock()
+	p := currentPoller(c)
 	if p == nil {
 		return "(no poller)"
 	}
@@ -359,24 +363,19 @@ func TestTCPPollerLeavesGoNetpollerWhileNapping(t *testing.T) {
 // c (p.A's context) naps: the socket named by want out of its set and, with
 // dup, its duplicate closed (one descriptor opens the set). A poller parked in
 // its wait stays there until something arrives, so it pings first. A
-// goroutine keeps polling while it looks, and the
-// looks do not stop the world (the poller's state comes from a dump of all
-// goroutines, which does, so it is read only for the failure's message): a
-// pause in the polling longer than a nap sends the poller back to its wait.
-// It looks until a deadline, since how soon the poller runs is the
-// scheduler's (on a loaded host a thread can wait tens of milliseconds for a
-// core), with a ping-pong every 200 ms in case the poller went back to its
-// wait (each leaves a receive posted: about 50 in 10 s).
+// goroutine keeps polling while it looks, and the looks do not stop the world
+// (the poller's state comes from a dump of all goroutines, which does, so it
+// is read only for the failure's message): a pause in the polling longer than
+// a nap sends the poller back to its wait. It looks until a deadline, since
+// how soon the poller runs is the scheduler's (on a loaded host a thread can
+// wait tens of milliseconds for a core), with a ping-pong every 200 ms in case
+// the poller went back to its wait (each leaves a receive posted: about 50 in
+// 10 s).
 func awaitPollerNapping(t *testing.T, p *verbstest.Pair, c *Context, want string, dup bool) {
 	t.Helper()
 	napping := func(n, dups int) bool { return n == 0 && (dups == 1 || !dup) }
-	poller := func() *tcpPoller {
-		c.tcp.pmu.Lock()
-		defer c.tcp.pmu.Unlock()
-		return c.tcp.poller
-	}
 	look := func() (n, dups int) {
-		pl := poller()
+		pl := currentPoller(c)
 		if pl == nil {
 			return -1, -1 // (no poller: nobody naps)
 		}
@@ -384,7 +383,7 @@ func awaitPollerNapping(t *testing.T, p *verbstest.Pair, c *Context, want string
 		if dup {
 			dups = pollerEpollCopies(c)
 		}
-		if poller() != pl {
+		if currentPoller(c) != pl {
 			return -1, -1 // (it ended or was replaced meanwhile)
 		}
 		return n, dups
@@ -442,34 +441,26 @@ func awaitPollerNapping(t *testing.T, p *verbstest.Pair, c *Context, want string
 // lists the poller's eventfd as a target: no other set watches that
 // descriptor, and a duplicate's fdinfo is the set's.
 func pollerEpollCopies(c *Context) int {
-	c.tcp.pmu.Lock()
-	p := c.tcp.poller
-	c.tcp.pmu.Unlock()
+	p := currentPoller(c)
 	if p == nil {
 		return 0
 	}
 	target := fmt.Sprintf("tfd: %8d events:", p.evfd)
-	fds, _ := os.ReadDir("/proc/self/fdinfo")
-	n := 0
-	for _, e := range fds {
-		info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(info), "\n") {
-			if strings.HasPrefix(line, target) {
-				n++
-				break
-			}
-		}
-	}
-	return n
+	return epollFDsListing(c, func(line string) bool { return strings.HasPrefix(line, target) })
 }
 
 // epollFDsHolding counts this process's epoll descriptors whose targets
 // include the inode named by want (" ino:%x "), from /proc/self/fdinfo, but
 // for c's look set (tcplookset.go), which holds the idle links.
 func epollFDsHolding(c *Context, want string) int {
+	return epollFDsListing(c, func(line string) bool {
+		return strings.HasPrefix(line, "tfd:") && strings.Contains(line+" ", want)
+	})
+}
+
+// epollFDsListing counts this process's descriptors but c's look set that have
+// a line of /proc/self/fdinfo for which target is true.
+func epollFDsListing(c *Context, target func(line string) bool) int {
 	fds, _ := os.ReadDir("/proc/self/fdinfo")
 	n := 0
 	for _, fd := range fds {
@@ -480,11 +471,8 @@ func epollFDsHolding(c *Context, want string) int {
 		if err != nil {
 			continue
 		}
-		for _, line := range strings.Split(string(info), "\n") {
-			if strings.HasPrefix(line, "tfd:") && strings.Contains(line+" ", want) {
-				n++
-				break
-			}
+		if slices.ContainsFunc(strings.Split(string(info), "\n"), target) {
+			n++
 		}
 	}
 	return n
